@@ -1,6 +1,24 @@
 //! Pure rule core of os-placement: a typed view of a pod spec and the
 //! settings in, a decision out. No I/O, no host specifics.
 
+pub mod affinity;
 pub mod build;
+pub mod constraint;
+pub mod diagnostics;
+pub mod evaluate;
 pub mod glob;
 pub mod image;
+pub mod kinds;
+pub mod labels;
+pub mod names;
+pub mod patch;
+pub mod place;
+pub mod resolve;
+pub mod settings;
+pub mod spec;
+pub mod toleration;
+pub mod windows_rules;
+
+pub use diagnostics::{Code, Diagnostic};
+pub use evaluate::{evaluate, Decision, Operation, Review};
+pub use settings::{Settings, SettingsError};

@@ -1,0 +1,179 @@
+//! The nodes a required node affinity admits, as far as OS and build go.
+//! Terms are ORed, expressions ANDed. Where a label maps to nodes only
+//! approximately, the result errs towards admitting more nodes: that only
+//! ever makes the policy add a selector or skip a conflict, never reject
+//! a pod wrongly.
+
+use k8s_openapi::api::core::v1::{NodeSelector, NodeSelectorRequirement, NodeSelectorTerm};
+
+use crate::constraint::{Builds, Placement};
+use crate::labels::{
+    is_placement_label, nodes_with, nodes_with_key, nodes_without_key, BETA_OS_LABEL, OS_LABEL,
+    WINDOWS_BUILD_LABEL,
+};
+
+pub fn placement(selector: &NodeSelector) -> Placement {
+    selector
+        .node_selector_terms
+        .iter()
+        .map(term_placement)
+        .fold(Placement::nowhere(), |acc, p| acc.union(&p))
+}
+
+fn term_placement(term: &NodeSelectorTerm) -> Placement {
+    let expressions = term.match_expressions.as_deref().unwrap_or_default();
+    let fields = term.match_fields.as_deref().unwrap_or_default();
+    // An empty term matches no node.
+    if expressions.is_empty() && fields.is_empty() {
+        return Placement::nowhere();
+    }
+    expressions
+        .iter()
+        .map(expression_placement)
+        .fold(Placement::anywhere(), |acc, p| acc.intersect(&p))
+}
+
+fn expression_placement(req: &NodeSelectorRequirement) -> Placement {
+    let key = req.key.as_str();
+    if !is_placement_label(key) {
+        return Placement::anywhere();
+    }
+    let values = req.values.as_deref().unwrap_or_default();
+    let any_of = || {
+        values
+            .iter()
+            .filter_map(|v| nodes_with(key, v))
+            .fold(Placement::nowhere(), |acc, p| acc.union(&p))
+    };
+    match req.operator.as_str() {
+        "In" => any_of(),
+        // Exact only where a value maps to exactly the nodes carrying it.
+        "NotIn" if matches!(key, OS_LABEL | BETA_OS_LABEL | WINDOWS_BUILD_LABEL) => {
+            complement(&any_of())
+        }
+        "Exists" => nodes_with_key(key).unwrap_or_else(Placement::anywhere),
+        "DoesNotExist" => nodes_without_key(key).unwrap_or_else(Placement::anywhere),
+        _ => Placement::anywhere(),
+    }
+}
+
+fn complement(p: &Placement) -> Placement {
+    let windows = match &p.windows {
+        None => Some(Builds::Any),
+        Some(builds) => Some(builds.complement()),
+    };
+    Placement {
+        linux: !p.linux,
+        windows,
+    }
+    .intersect(&Placement::anywhere())
+}
+
+/// A short rendering of the expressions that bear on placement.
+pub fn describe(selector: &NodeSelector) -> String {
+    let terms: Vec<String> = selector
+        .node_selector_terms
+        .iter()
+        .map(|term| {
+            let parts: Vec<String> = term
+                .match_expressions
+                .as_deref()
+                .unwrap_or_default()
+                .iter()
+                .filter(|r| is_placement_label(&r.key))
+                .map(|r| {
+                    let values = r.values.as_deref().unwrap_or_default();
+                    if values.is_empty() {
+                        format!("{} {}", r.key, r.operator)
+                    } else {
+                        format!("{} {} [{}]", r.key, r.operator, values.join(", "))
+                    }
+                })
+                .collect();
+            if parts.is_empty() {
+                "(no OS expression)".to_string()
+            } else {
+                parts.join(" and ")
+            }
+        })
+        .collect();
+    if terms.is_empty() {
+        "no nodeSelectorTerms".to_string()
+    } else {
+        terms.join(" or ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::build::WindowsBuild;
+    use crate::constraint::Os;
+    use serde_json::json;
+
+    fn selector(terms: serde_json::Value) -> NodeSelector {
+        serde_json::from_value(json!({ "nodeSelectorTerms": terms })).unwrap()
+    }
+
+    fn expr(key: &str, op: &str, values: &[&str]) -> serde_json::Value {
+        json!({"key": key, "operator": op, "values": values})
+    }
+
+    #[test]
+    fn in_and_not_in_on_os() {
+        let linux = selector(json!([{"matchExpressions": [expr(OS_LABEL, "In", &["linux"])]}]));
+        assert_eq!(placement(&linux).os(), Some(Os::Linux));
+        let not_windows =
+            selector(json!([{"matchExpressions": [expr(OS_LABEL, "NotIn", &["windows"])]}]));
+        assert_eq!(placement(&not_windows).os(), Some(Os::Linux));
+        let both = selector(
+            json!([{"matchExpressions": [expr(OS_LABEL, "In", &["linux", "windows"])]}]),
+        );
+        assert_eq!(placement(&both), Placement::anywhere());
+    }
+
+    #[test]
+    fn terms_are_ored_and_expressions_anded() {
+        let s = selector(json!([
+            {"matchExpressions": [expr(OS_LABEL, "In", &["linux"])]},
+            {"matchExpressions": [expr(OS_LABEL, "In", &["windows"]),
+                                  expr(WINDOWS_BUILD_LABEL, "In", &["10.0.20348"])]}
+        ]));
+        let p = placement(&s);
+        assert!(p.linux);
+        assert_eq!(
+            p.windows.and_then(|b| b.single()),
+            WindowsBuild::from_release("ltsc2022")
+        );
+        let contradiction = selector(json!([{"matchExpressions": [
+            expr(OS_LABEL, "In", &["linux"]), expr(OS_LABEL, "In", &["windows"])]}]));
+        assert!(placement(&contradiction).is_empty());
+    }
+
+    #[test]
+    fn exists_and_does_not_exist() {
+        let has_build = selector(json!([{"matchExpressions": [
+            {"key": WINDOWS_BUILD_LABEL, "operator": "Exists"}]}]));
+        assert_eq!(placement(&has_build).os(), Some(Os::Windows));
+        let no_build = selector(json!([{"matchExpressions": [
+            {"key": WINDOWS_BUILD_LABEL, "operator": "DoesNotExist"}]}]));
+        assert_eq!(placement(&no_build).os(), Some(Os::Linux));
+        let no_os = selector(json!([{"matchExpressions": [
+            {"key": OS_LABEL, "operator": "DoesNotExist"}]}]));
+        assert!(placement(&no_os).is_empty());
+    }
+
+    #[test]
+    fn unrelated_keys_and_empty_terms() {
+        let arch = selector(json!([{"matchExpressions": [expr("kubernetes.io/arch", "In", &["amd64"])]}]));
+        assert_eq!(placement(&arch), Placement::anywhere());
+        let empty_term = selector(json!([{}]));
+        assert!(placement(&empty_term).is_empty());
+        assert!(placement(&selector(json!([]))).is_empty());
+        let build_not_in = selector(json!([{"matchExpressions": [
+            expr(WINDOWS_BUILD_LABEL, "NotIn", &["10.0.17763"])]}]));
+        let p = placement(&build_not_in);
+        assert!(p.linux);
+        assert!(!p.windows.unwrap().allows(WindowsBuild::from_release("ltsc2019").unwrap()));
+    }
+}

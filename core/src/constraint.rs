@@ -1,0 +1,267 @@
+//! Which nodes a pod may land on, reduced to what matters here: the OS,
+//! and for Windows nodes the build.
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use crate::build::WindowsBuild;
+
+/// Windows builds a pod may land on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Builds {
+    Any,
+    Only(BTreeSet<WindowsBuild>),
+    Except(BTreeSet<WindowsBuild>),
+}
+
+impl Builds {
+    pub fn only(build: WindowsBuild) -> Builds {
+        Builds::Only(BTreeSet::from([build]))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        matches!(self, Builds::Only(set) if set.is_empty())
+    }
+
+    pub fn allows(&self, build: WindowsBuild) -> bool {
+        match self {
+            Builds::Any => true,
+            Builds::Only(set) => set.contains(&build),
+            Builds::Except(set) => !set.contains(&build),
+        }
+    }
+
+    /// The single build allowed, if the set pins exactly one.
+    pub fn single(&self) -> Option<WindowsBuild> {
+        match self {
+            Builds::Only(set) if set.len() == 1 => set.iter().next().copied(),
+            _ => None,
+        }
+    }
+
+    pub fn intersect(&self, other: &Builds) -> Builds {
+        use Builds::*;
+        match (self, other) {
+            (Any, x) | (x, Any) => x.clone(),
+            (Only(a), Only(b)) => Only(a.intersection(b).copied().collect()),
+            (Only(a), Except(b)) | (Except(b), Only(a)) => Only(a.difference(b).copied().collect()),
+            (Except(a), Except(b)) => Except(a.union(b).copied().collect()),
+        }
+    }
+
+    pub fn union(&self, other: &Builds) -> Builds {
+        use Builds::*;
+        match (self, other) {
+            (Any, _) | (_, Any) => Any,
+            (Only(a), Only(b)) => Only(a.union(b).copied().collect()),
+            (Only(a), Except(b)) | (Except(b), Only(a)) => Except(b.difference(a).copied().collect()),
+            (Except(a), Except(b)) => Except(a.intersection(b).copied().collect()),
+        }
+    }
+
+    pub fn complement(&self) -> Builds {
+        match self {
+            Builds::Any => Builds::Only(BTreeSet::new()),
+            Builds::Only(set) => Builds::Except(set.clone()),
+            Builds::Except(set) => Builds::Only(set.clone()),
+        }
+    }
+}
+
+impl fmt::Display for Builds {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let list = |set: &BTreeSet<WindowsBuild>| {
+            set.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        match self {
+            Builds::Any => f.write_str("any build"),
+            Builds::Only(set) => write!(f, "build {}", list(set)),
+            Builds::Except(set) => write!(f, "any build but {}", list(set)),
+        }
+    }
+}
+
+/// The nodes a pod may land on: Linux or not, and Windows of which builds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    pub linux: bool,
+    /// `None`: no Windows node.
+    pub windows: Option<Builds>,
+}
+
+impl Placement {
+    pub fn anywhere() -> Placement {
+        Placement {
+            linux: true,
+            windows: Some(Builds::Any),
+        }
+    }
+
+    pub fn nowhere() -> Placement {
+        Placement {
+            linux: false,
+            windows: None,
+        }
+    }
+
+    pub fn linux() -> Placement {
+        Placement {
+            linux: true,
+            windows: None,
+        }
+    }
+
+    pub fn windows(builds: Builds) -> Placement {
+        Placement {
+            linux: false,
+            windows: Some(builds),
+        }
+        .normalised()
+    }
+
+    fn normalised(mut self) -> Placement {
+        if self.windows.as_ref().is_some_and(Builds::is_empty) {
+            self.windows = None;
+        }
+        self
+    }
+
+    pub fn is_empty(&self) -> bool {
+        !self.linux && self.windows.is_none()
+    }
+
+    pub fn allows_windows(&self) -> bool {
+        self.windows.is_some()
+    }
+
+    /// Whether the OS alone is compatible, ignoring builds.
+    pub fn os_overlaps(&self, other: &Placement) -> bool {
+        (self.linux && other.linux) || (self.windows.is_some() && other.windows.is_some())
+    }
+
+    pub fn intersect(&self, other: &Placement) -> Placement {
+        Placement {
+            linux: self.linux && other.linux,
+            windows: match (&self.windows, &other.windows) {
+                (Some(a), Some(b)) => Some(a.intersect(b)),
+                _ => None,
+            },
+        }
+        .normalised()
+    }
+
+    pub fn union(&self, other: &Placement) -> Placement {
+        Placement {
+            linux: self.linux || other.linux,
+            windows: match (&self.windows, &other.windows) {
+                (Some(a), Some(b)) => Some(a.union(b)),
+                (Some(a), None) | (None, Some(a)) => Some(a.clone()),
+                (None, None) => None,
+            },
+        }
+        .normalised()
+    }
+
+    /// The OS, when only one is possible.
+    pub fn os(&self) -> Option<Os> {
+        match (self.linux, self.windows.is_some()) {
+            (true, false) => Some(Os::Linux),
+            (false, true) => Some(Os::Windows),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Placement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.linux, &self.windows) {
+            (false, None) => f.write_str("no node"),
+            (true, None) => f.write_str("Linux"),
+            (false, Some(Builds::Any)) => f.write_str("Windows"),
+            (false, Some(b)) => write!(f, "Windows {b}"),
+            (true, Some(Builds::Any)) => f.write_str("Linux or Windows"),
+            (true, Some(b)) => write!(f, "Linux or Windows {b}"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Os {
+    Linux,
+    Windows,
+}
+
+impl Os {
+    /// The value of the `kubernetes.io/os` label and of `spec.os.name`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Os::Linux => "linux",
+            Os::Windows => "windows",
+        }
+    }
+
+    pub fn from_label(value: &str) -> Option<Os> {
+        match value {
+            "linux" => Some(Os::Linux),
+            "windows" => Some(Os::Windows),
+            _ => None,
+        }
+    }
+
+    pub fn placement(self) -> Placement {
+        match self {
+            Os::Linux => Placement::linux(),
+            Os::Windows => Placement::windows(Builds::Any),
+        }
+    }
+}
+
+impl fmt::Display for Os {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Os::Linux => "Linux",
+            Os::Windows => "Windows",
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b(n: u32) -> WindowsBuild {
+        WindowsBuild::new(n)
+    }
+
+    #[test]
+    fn build_sets_intersect_and_union() {
+        let only_a = Builds::only(b(17763));
+        let only_b = Builds::only(b(20348));
+        assert!(only_a.intersect(&only_b).is_empty());
+        assert_eq!(only_a.intersect(&Builds::Any), only_a);
+        let except_a = only_a.complement();
+        assert!(except_a.intersect(&only_a).is_empty());
+        assert_eq!(except_a.intersect(&only_b), only_b);
+        assert_eq!(only_a.union(&only_b).single(), None);
+        assert_eq!(except_a.union(&only_a), Builds::Except(BTreeSet::new()));
+        assert!(except_a.union(&only_a).allows(b(1)));
+    }
+
+    #[test]
+    fn placements_combine() {
+        let win_2019 = Placement::windows(Builds::only(b(17763)));
+        let win_2022 = Placement::windows(Builds::only(b(20348)));
+        assert!(win_2019.intersect(&win_2022).is_empty());
+        assert!(win_2019.os_overlaps(&win_2022));
+        assert!(Placement::linux().intersect(&win_2019).is_empty());
+        assert!(!Placement::linux().os_overlaps(&win_2019));
+        let either = Placement::linux().union(&win_2022);
+        assert_eq!(either.os(), None);
+        assert_eq!(either.intersect(&win_2022).os(), Some(Os::Windows));
+        assert_eq!(Placement::anywhere().intersect(&Placement::linux()).os(), Some(Os::Linux));
+        assert_eq!(either.to_string(), "Linux or Windows build 10.0.20348");
+    }
+}

@@ -1,0 +1,115 @@
+//! Violations and warnings: what is wrong, where, and how to fix it.
+
+use std::fmt;
+
+/// Stable identifiers for each kind of finding, so tools can match on them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Code {
+    /// The object is not a well-formed instance of its kind.
+    MalformedObject,
+    /// The kind or operation is not one this policy handles.
+    UnsupportedKind,
+    /// Two signals ask for different operating systems.
+    OsConflict,
+    /// Two signals ask for different Windows builds.
+    BuildConflict,
+    /// No node can satisfy the pod's own constraints.
+    Unschedulable,
+    /// A value the API or the scheduler would not accept.
+    InvalidValue,
+    /// The pod's RuntimeClass scheduling conflicts with the pod.
+    RuntimeClassConflict,
+    /// The pod does not select its OS.
+    MissingOsSelector,
+    /// The Windows pod does not tolerate the Windows taint.
+    MissingWindowsToleration,
+    /// The Windows pod is not pinned to its image's build.
+    MissingBuildPin,
+    /// The Linux pod can land on Windows nodes.
+    LinuxPodUnconfined,
+    /// `spec.os.name` is missing while `setPodOS` asks for it.
+    MissingPodOs,
+    /// A field the API forbids for pods of this OS.
+    ForbiddenField,
+    /// HostProcess settings that the API rejects.
+    HostProcess,
+    /// A new ephemeral container does not fit the running pod.
+    EphemeralContainerMismatch,
+    /// A Windows image whose tag names no build.
+    UnknownBuild,
+    /// A deprecated label.
+    DeprecatedLabel,
+}
+
+impl Code {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::MalformedObject => "malformed-object",
+            Code::UnsupportedKind => "unsupported-kind",
+            Code::OsConflict => "os-conflict",
+            Code::BuildConflict => "build-conflict",
+            Code::Unschedulable => "unschedulable",
+            Code::InvalidValue => "invalid-value",
+            Code::RuntimeClassConflict => "runtime-class-conflict",
+            Code::MissingOsSelector => "missing-os-selector",
+            Code::MissingWindowsToleration => "missing-windows-toleration",
+            Code::MissingBuildPin => "missing-build-pin",
+            Code::LinuxPodUnconfined => "linux-pod-unconfined",
+            Code::MissingPodOs => "missing-pod-os",
+            Code::ForbiddenField => "forbidden-field",
+            Code::HostProcess => "host-process",
+            Code::EphemeralContainerMismatch => "ephemeral-container-mismatch",
+            Code::UnknownBuild => "unknown-build",
+            Code::DeprecatedLabel => "deprecated-label",
+        }
+    }
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One finding: rendered as `<path>: <message>; <fix>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub code: Code,
+    /// Field path relative to the object, e.g. `spec.template.spec.nodeSelector`.
+    pub path: String,
+    /// What is wrong.
+    pub message: String,
+    /// How to fix it.
+    pub fix: String,
+}
+
+impl Diagnostic {
+    pub fn new(
+        code: Code,
+        path: impl Into<String>,
+        message: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Self {
+        Diagnostic {
+            code,
+            path: path.into(),
+            message: message.into(),
+            fix: fix.into(),
+        }
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}; {}", self.path, self.message, self.fix)
+    }
+}
+
+/// Renders findings one per line, as the rejection message shows them.
+pub fn render(diagnostics: &[Diagnostic]) -> String {
+    diagnostics
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("\n")
+}

@@ -1,0 +1,116 @@
+//! JSON Patch operations the policy applies to the request object.
+//! Only `add` is ever needed: the policy adds what is missing and never
+//! replaces or removes a value the user set.
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// One RFC 6902 `add` operation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AddOp {
+    pub op: &'static str,
+    /// JSON Pointer (RFC 6901).
+    pub path: String,
+    pub value: Value,
+}
+
+impl AddOp {
+    pub fn new(pointer: String, value: Value) -> Self {
+        AddOp {
+            op: "add",
+            path: pointer,
+            value,
+        }
+    }
+}
+
+/// Escapes one reference token of a JSON Pointer.
+pub fn escape_token(token: &str) -> String {
+    token.replace('~', "~0").replace('/', "~1")
+}
+
+/// Joins a pointer prefix and one unescaped token.
+pub fn pointer_child(pointer: &str, token: &str) -> String {
+    format!("{pointer}/{}", escape_token(token))
+}
+
+/// Why an operation could not be applied; a bug guard, never expected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PatchError {
+    pub path: String,
+}
+
+/// Applies `add` operations in order.
+pub fn apply(target: &mut Value, ops: &[AddOp]) -> Result<(), PatchError> {
+    for op in ops {
+        apply_one(target, op).ok_or_else(|| PatchError {
+            path: op.path.clone(),
+        })?;
+    }
+    Ok(())
+}
+
+fn apply_one(target: &mut Value, op: &AddOp) -> Option<()> {
+    let (parent_pointer, last) = op.path.rsplit_once('/')?;
+    let parent = target.pointer_mut(parent_pointer)?;
+    let token = last.replace("~1", "/").replace("~0", "~");
+    match parent {
+        Value::Object(map) => {
+            map.insert(token, op.value.clone());
+            Some(())
+        }
+        Value::Array(items) if token == "-" => {
+            items.push(op.value.clone());
+            Some(())
+        }
+        Value::Array(items) => {
+            let index: usize = token.parse().ok()?;
+            (index <= items.len()).then(|| items.insert(index, op.value.clone()))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn escapes_slashes_and_tildes() {
+        assert_eq!(escape_token("kubernetes.io/os"), "kubernetes.io~1os");
+        assert_eq!(escape_token("a~b/c"), "a~0b~1c");
+        assert_eq!(
+            pointer_child("/spec/nodeSelector", "kubernetes.io/os"),
+            "/spec/nodeSelector/kubernetes.io~1os"
+        );
+    }
+
+    #[test]
+    fn applies_object_and_array_adds() {
+        let mut doc = json!({"spec": {"nodeSelector": {"a": "b"}, "tolerations": [1]}});
+        let ops = vec![
+            AddOp::new("/spec/nodeSelector/kubernetes.io~1os".into(), json!("linux")),
+            AddOp::new("/spec/tolerations/-".into(), json!(2)),
+            AddOp::new("/spec/os".into(), json!({"name": "linux"})),
+        ];
+        apply(&mut doc, &ops).unwrap();
+        assert_eq!(
+            doc,
+            json!({"spec": {"nodeSelector": {"a": "b", "kubernetes.io/os": "linux"},
+                            "tolerations": [1, 2], "os": {"name": "linux"}}})
+        );
+    }
+
+    #[test]
+    fn missing_parent_is_an_error_not_a_panic() {
+        let mut doc = json!({"spec": 3});
+        let ops = vec![AddOp::new("/spec/x/y".into(), json!(1))];
+        assert_eq!(
+            apply(&mut doc, &ops),
+            Err(PatchError {
+                path: "/spec/x/y".into()
+            })
+        );
+    }
+}

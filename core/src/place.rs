@@ -1,0 +1,376 @@
+//! What a correctly placed pod has, and what to add when it lacks it.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::Toleration;
+use serde_json::{json, Map, Value};
+
+use crate::constraint::Os;
+use crate::diagnostics::{Code, Diagnostic};
+use crate::labels::{nodes_with, OS_LABEL, WINDOWS_BUILD_LABEL};
+use crate::patch::{pointer_child, AddOp};
+use crate::resolve::{Resolution, Signal};
+use crate::settings::{DefaultOs, RuntimeClass, Settings, Taint};
+use crate::spec::PodView;
+use crate::toleration::{describe as describe_toleration, for_taint, tolerates};
+use crate::windows_rules::{forbidden_fields, host_process_rules};
+
+/// The outcome for one pod spec.
+#[derive(Debug, Default)]
+pub struct Plan {
+    pub violations: Vec<Diagnostic>,
+    pub warnings: Vec<Diagnostic>,
+    pub ops: Vec<AddOp>,
+}
+
+/// One placement field the pod lacks.
+#[derive(Debug, Clone, PartialEq)]
+enum Missing {
+    Selector {
+        key: &'static str,
+        value: String,
+        code: Code,
+        why: String,
+    },
+    Toleration {
+        taint: Taint,
+        why: String,
+    },
+    PodOs(Os),
+}
+
+/// Where the RuntimeClass merge must be done by the policy itself: on
+/// Pods the built-in plugin has already run when the policy sees them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuntimeClassMerge {
+    ByPolicy,
+    ByPlugin,
+}
+
+pub fn plan(
+    pod: &PodView<'_>,
+    resolution: &Resolution,
+    settings: &Settings,
+    merge: RuntimeClassMerge,
+) -> Plan {
+    let mut plan = Plan::default();
+    let os = match (resolution.placement.os(), settings.default_os) {
+        (Some(os), _) => os,
+        (None, DefaultOs::Linux) => Os::Linux,
+        (None, DefaultOs::None) => return plan,
+    };
+    let own_rc = pod
+        .runtime_class_name
+        .and_then(|name| settings.runtime_class(name));
+    let selector = effective_selector(pod, own_rc);
+    let tolerations = effective_tolerations(pod, own_rc);
+    let mut missing = match os {
+        Os::Windows => windows_missing(pod, resolution, settings, &selector, &tolerations, &mut plan),
+        Os::Linux => linux_missing(resolution, settings, &tolerations),
+    };
+    if settings.set_pod_os && pod.os_name.is_none() {
+        missing.push(Missing::PodOs(os));
+    }
+    if missing.is_empty() {
+        return plan;
+    }
+    let runtime_class = (settings.prefer_runtime_class && pod.runtime_class_name.is_none())
+        .then(|| choose_runtime_class(pod, resolution, settings, os, &missing))
+        .flatten();
+    if !settings.mutate {
+        plan.violations
+            .extend(missing.iter().map(|m| violation(pod, m, runtime_class)));
+        return plan;
+    }
+    match runtime_class {
+        Some(rc) => {
+            plan.ops.push(AddOp::new(
+                pod.field("runtimeClassName").pointer().to_string(),
+                json!(rc.name),
+            ));
+            missing.retain(|m| matches!(m, Missing::PodOs(_)));
+            if merge == RuntimeClassMerge::ByPolicy {
+                merge_runtime_class(pod, rc, &mut plan.ops);
+            }
+        }
+        None if settings.prefer_runtime_class && pod.runtime_class_name.is_none() => {
+            plan.warnings.push(Diagnostic::new(
+                Code::MissingOsSelector,
+                pod.field("runtimeClassName").display(),
+                format!("no RuntimeClass in the settings provides the placement this {os} pod needs, so nodeSelector and tolerations were added instead"),
+                "declare a matching RuntimeClass in the policy settings",
+            ));
+        }
+        None => {}
+    }
+    plan.ops.extend(ops_for(pod, &missing));
+    plan
+}
+
+fn effective_selector(pod: &PodView<'_>, rc: Option<&RuntimeClass>) -> BTreeMap<String, String> {
+    let mut selector = pod.node_selector.clone();
+    if let Some(rc) = rc {
+        for (k, v) in &rc.scheduling.node_selector {
+            selector.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+    }
+    selector
+}
+
+fn effective_tolerations<'p>(pod: &'p PodView<'_>, rc: Option<&'p RuntimeClass>) -> Vec<&'p Toleration> {
+    pod.tolerations
+        .iter()
+        .chain(rc.iter().flat_map(|rc| rc.scheduling.tolerations.iter()))
+        .collect()
+}
+
+fn first_reason(resolution: &Resolution, os: Os) -> String {
+    let decisive = |s: &&Signal| s.placement.os() == Some(os);
+    match resolution.signals.iter().find(decisive) {
+        Some(s) => format!("{} = {}", s.path, s.value),
+        None => "no OS signal; defaultOS is linux".to_string(),
+    }
+}
+
+fn windows_missing(
+    pod: &PodView<'_>,
+    resolution: &Resolution,
+    settings: &Settings,
+    selector: &BTreeMap<String, String>,
+    tolerations: &[&Toleration],
+    plan: &mut Plan,
+) -> Vec<Missing> {
+    let mut missing = Vec::new();
+    let because = first_reason(resolution, Os::Windows);
+    if selector.get(OS_LABEL).map(String::as_str) != Some("windows") {
+        missing.push(Missing::Selector {
+            key: OS_LABEL,
+            value: "windows".into(),
+            code: Code::MissingOsSelector,
+            why: format!("the pod runs Windows containers ({because}) but does not select kubernetes.io/os: windows (a nodeSelector, which EKS needs to give Windows pods an IP)"),
+        });
+    }
+    if let Some(taint) = &settings.windows_taint {
+        if !tolerations.iter().any(|t| tolerates(t, taint)) {
+            missing.push(Missing::Toleration {
+                taint: taint.clone(),
+                why: format!("the Windows pod does not tolerate the Windows node taint {taint}"),
+            });
+        }
+    }
+    let pins = settings.pin_windows_build && !resolution.host_process;
+    let pinned_by_nodes = resolution
+        .node_placement()
+        .windows
+        .and_then(|b| b.single());
+    match resolution.image_build {
+        Some(build) if pins && !selector.contains_key(WINDOWS_BUILD_LABEL) && pinned_by_nodes != Some(build) => {
+            missing.push(Missing::Selector {
+                key: WINDOWS_BUILD_LABEL,
+                value: build.to_string(),
+                code: Code::MissingBuildPin,
+                why: format!("the pod's Windows image needs build {build} but the pod is not pinned to it, so it can land on a node of another build and fail to start"),
+            });
+        }
+        None if pins && pinned_by_nodes.is_none() => {
+            plan.warnings.extend(resolution.images_without_build.iter().map(|(path, image)| {
+                Diagnostic::new(
+                    Code::UnknownBuild,
+                    path,
+                    format!("the Windows image {image:?} names no Windows build, so the pod is not pinned to a build"),
+                    "use a tag that names the release (e.g. ltsc2022) or set nodeSelector node.kubernetes.io/windows-build",
+                )
+            }));
+        }
+        _ => {}
+    }
+    let enforced = pod.os_name == Some("windows") || settings.set_pod_os;
+    let forbidden = forbidden_fields(pod, enforced);
+    if enforced {
+        plan.violations.extend(forbidden);
+    } else {
+        plan.warnings.extend(forbidden);
+    }
+    plan.violations.extend(host_process_rules(pod));
+    missing
+}
+
+fn linux_missing(
+    resolution: &Resolution,
+    settings: &Settings,
+    tolerations: &[&Toleration],
+) -> Vec<Missing> {
+    if !resolution.node_placement().allows_windows() {
+        return Vec::new();
+    }
+    let because = first_reason(resolution, Os::Linux);
+    let why = match &settings.windows_taint {
+        None => format!("the pod runs Linux containers ({because}) but selects no OS and Windows nodes are not tainted, so it can land on a Windows node"),
+        Some(taint) => match tolerations.iter().find(|t| tolerates(t, taint)) {
+            None => return Vec::new(),
+            Some(t) => format!(
+                "the pod runs Linux containers ({because}) but its toleration of {} also tolerates the Windows taint {taint}, so it can land on a Windows node",
+                describe_toleration(t)
+            ),
+        },
+    };
+    vec![Missing::Selector {
+        key: OS_LABEL,
+        value: "linux".into(),
+        code: Code::LinuxPodUnconfined,
+        why,
+    }]
+}
+
+/// A declared RuntimeClass that provides everything missing and agrees with the pod.
+fn choose_runtime_class<'s>(
+    pod: &PodView<'_>,
+    resolution: &Resolution,
+    settings: &'s Settings,
+    os: Os,
+    missing: &[Missing],
+) -> Option<&'s RuntimeClass> {
+    settings.runtime_classes.iter().find(|rc| {
+        let sel = &rc.scheduling.node_selector;
+        let placement = sel
+            .iter()
+            .filter_map(|(k, v)| nodes_with(k, v))
+            .fold(resolution.placement.clone(), |acc, p| acc.intersect(&p));
+        let agrees = placement.os() == Some(os)
+            && sel
+                .iter()
+                .all(|(k, v)| pod.node_selector.get(k).is_none_or(|own| own == v));
+        // A build the pod does not need would pin it arbitrarily.
+        let no_stray_build = !sel.contains_key(WINDOWS_BUILD_LABEL)
+            || missing.iter().any(|m| matches!(m, Missing::Selector { key, .. } if *key == WINDOWS_BUILD_LABEL))
+            || pod.node_selector.contains_key(WINDOWS_BUILD_LABEL);
+        let provides = missing.iter().all(|m| match m {
+            Missing::Selector { key, value, .. } => sel.get(*key) == Some(value),
+            Missing::Toleration { taint, .. } => {
+                rc.scheduling.tolerations.iter().any(|t| tolerates(t, taint))
+            }
+            Missing::PodOs(_) => true,
+        });
+        agrees && no_stray_build && provides
+    })
+}
+
+/// Adds the class's scheduling to a Pod the way the RuntimeClass plugin would.
+fn merge_runtime_class(pod: &PodView<'_>, rc: &RuntimeClass, ops: &mut Vec<AddOp>) {
+    let entries: Vec<(String, String)> = rc
+        .scheduling
+        .node_selector
+        .iter()
+        .filter(|(k, _)| !pod.node_selector.contains_key(*k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    ops.extend(selector_ops(pod, &entries));
+    let new: Vec<Value> = rc
+        .scheduling
+        .tolerations
+        .iter()
+        .filter(|t| !pod.tolerations.iter().any(|own| crate::toleration::covers(own, t)))
+        .filter_map(|t| serde_json::to_value(t).ok())
+        .collect();
+    ops.extend(toleration_ops(pod, new));
+}
+
+fn ops_for(pod: &PodView<'_>, missing: &[Missing]) -> Vec<AddOp> {
+    let mut ops = Vec::new();
+    let entries: Vec<(String, String)> = missing
+        .iter()
+        .filter_map(|m| match m {
+            Missing::Selector { key, value, .. } => Some((key.to_string(), value.clone())),
+            _ => None,
+        })
+        .collect();
+    ops.extend(selector_ops(pod, &entries));
+    let tolerations: Vec<Value> = missing
+        .iter()
+        .filter_map(|m| match m {
+            Missing::Toleration { taint, .. } => Some(for_taint(taint)),
+            _ => None,
+        })
+        .collect();
+    ops.extend(toleration_ops(pod, tolerations));
+    for m in missing {
+        if let Missing::PodOs(os) = m {
+            ops.push(match pod.raw.get("os") {
+                Some(Value::Object(_)) => AddOp::new(
+                    pod.field("os").field("name").pointer().to_string(),
+                    json!(os.label()),
+                ),
+                _ => AddOp::new(pod.field("os").pointer().to_string(), json!({"name": os.label()})),
+            });
+        }
+    }
+    ops
+}
+
+fn selector_ops(pod: &PodView<'_>, entries: &[(String, String)]) -> Vec<AddOp> {
+    if entries.is_empty() {
+        return Vec::new();
+    }
+    let path = pod.field("nodeSelector");
+    match pod.raw.get("nodeSelector") {
+        Some(Value::Object(_)) => entries
+            .iter()
+            .map(|(k, v)| AddOp::new(pointer_child(path.pointer(), k), json!(v)))
+            .collect(),
+        _ => {
+            let map: Map<String, Value> = entries
+                .iter()
+                .map(|(k, v)| (k.clone(), json!(v)))
+                .collect();
+            vec![AddOp::new(path.pointer().to_string(), Value::Object(map))]
+        }
+    }
+}
+
+fn toleration_ops(pod: &PodView<'_>, tolerations: Vec<Value>) -> Vec<AddOp> {
+    if tolerations.is_empty() {
+        return Vec::new();
+    }
+    let path = pod.field("tolerations");
+    match pod.raw.get("tolerations") {
+        Some(Value::Array(_)) => tolerations
+            .into_iter()
+            .map(|t| AddOp::new(format!("{}/-", path.pointer()), t))
+            .collect(),
+        _ => vec![AddOp::new(path.pointer().to_string(), Value::Array(tolerations))],
+    }
+}
+
+fn violation(pod: &PodView<'_>, missing: &Missing, rc: Option<&RuntimeClass>) -> Diagnostic {
+    let via_rc = rc
+        .map(|rc| format!(", or set runtimeClassName: {}", rc.name))
+        .unwrap_or_default();
+    match missing {
+        Missing::Selector {
+            key,
+            value,
+            code,
+            why,
+        } => Diagnostic::new(
+            *code,
+            pod.field("nodeSelector").display(),
+            why.clone(),
+            format!("add nodeSelector {key}: \"{value}\"{via_rc}"),
+        ),
+        Missing::Toleration { taint, why } => Diagnostic::new(
+            Code::MissingWindowsToleration,
+            pod.field("tolerations").display(),
+            why.clone(),
+            format!(
+                "add the toleration {}{via_rc}",
+                for_taint(taint)
+            ),
+        ),
+        Missing::PodOs(os) => Diagnostic::new(
+            Code::MissingPodOs,
+            pod.field("os").field("name").display(),
+            "is not set while the policy requires spec.os on every pod",
+            format!("set os.name: {}", os.label()),
+        ),
+    }
+}

@@ -1,0 +1,325 @@
+//! A narrow typed view of a pod spec: only the fields the rules read.
+//! The object itself is never re-serialised; mutations go to its JSON.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{NodeSelector, Toleration, WindowsSecurityContextOptions};
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use crate::diagnostics::{Code, Diagnostic};
+use crate::kinds::FieldPath;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContainerList {
+    Containers,
+    InitContainers,
+    EphemeralContainers,
+}
+
+impl ContainerList {
+    pub const ALL: [ContainerList; 3] = [
+        ContainerList::Containers,
+        ContainerList::InitContainers,
+        ContainerList::EphemeralContainers,
+    ];
+
+    pub fn field(self) -> &'static str {
+        match self {
+            ContainerList::Containers => "containers",
+            ContainerList::InitContainers => "initContainers",
+            ContainerList::EphemeralContainers => "ephemeralContainers",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ContainerView<'a> {
+    pub list: ContainerList,
+    pub path: FieldPath,
+    pub name: Option<&'a str>,
+    pub image: Option<&'a str>,
+    pub security_context: Option<&'a Map<String, Value>>,
+    pub windows_options: Option<WindowsSecurityContextOptions>,
+}
+
+#[derive(Debug, Clone)]
+pub struct PodView<'a> {
+    pub path: FieldPath,
+    pub raw: &'a Map<String, Value>,
+    pub os_name: Option<&'a str>,
+    pub node_selector: BTreeMap<String, String>,
+    pub required_affinity: Option<NodeSelector>,
+    pub tolerations: Vec<Toleration>,
+    pub runtime_class_name: Option<&'a str>,
+    pub host_network: Option<bool>,
+    pub security_context: Option<&'a Map<String, Value>>,
+    pub windows_options: Option<WindowsSecurityContextOptions>,
+    pub containers: Vec<ContainerView<'a>>,
+}
+
+impl<'a> PodView<'a> {
+    /// Reads the view; every malformed field is reported with its path.
+    pub fn read(spec: &'a Value, path: FieldPath) -> Result<PodView<'a>, Vec<Diagnostic>> {
+        let mut problems = Vec::new();
+        let Value::Object(raw) = spec else {
+            return Err(vec![malformed(&path, "a pod spec object", spec)]);
+        };
+        let mut reader = FieldReader {
+            raw,
+            path: &path,
+            problems: &mut problems,
+        };
+        let os_name = reader
+            .object("os")
+            .and_then(|os| field_str(os, &path.field("os"), "name", reader.problems));
+        let node_selector = reader.string_map("nodeSelector");
+        let required_affinity = reader
+            .object("affinity")
+            .and_then(|a| {
+                nested_object(a, &path.field("affinity"), "nodeAffinity", reader.problems)
+            })
+            .and_then(|na| {
+                let na_path = path.field("affinity").field("nodeAffinity");
+                typed::<NodeSelector>(
+                    na,
+                    &na_path,
+                    "requiredDuringSchedulingIgnoredDuringExecution",
+                    reader.problems,
+                )
+            });
+        let tolerations = reader.typed_list::<Toleration>("tolerations");
+        let runtime_class_name = reader.str("runtimeClassName");
+        let host_network = reader.bool("hostNetwork");
+        let security_context = reader.object("securityContext");
+        let windows_options = security_context.and_then(|sc| {
+            typed(
+                sc,
+                &path.field("securityContext"),
+                "windowsOptions",
+                reader.problems,
+            )
+        });
+        let mut containers = Vec::new();
+        for list in ContainerList::ALL {
+            containers.extend(reader.containers(list));
+        }
+        if problems.is_empty() {
+            Ok(PodView {
+                path,
+                raw,
+                os_name,
+                node_selector,
+                required_affinity,
+                tolerations,
+                runtime_class_name,
+                host_network,
+                security_context,
+                windows_options,
+                containers,
+            })
+        } else {
+            Err(problems)
+        }
+    }
+
+    pub fn field(&self, name: &str) -> FieldPath {
+        self.path.field(name)
+    }
+
+    /// The pod's HostProcess value where set, else any container's.
+    pub fn is_host_process(&self) -> bool {
+        host_process(&self.windows_options) == Some(true)
+            || self
+                .containers
+                .iter()
+                .any(|c| host_process(&c.windows_options) == Some(true))
+    }
+}
+
+pub fn host_process(options: &Option<WindowsSecurityContextOptions>) -> Option<bool> {
+    options.as_ref().and_then(|o| o.host_process)
+}
+
+struct FieldReader<'a, 'p> {
+    raw: &'a Map<String, Value>,
+    path: &'p FieldPath,
+    problems: &'p mut Vec<Diagnostic>,
+}
+
+impl<'a> FieldReader<'a, '_> {
+    fn object(&mut self, name: &str) -> Option<&'a Map<String, Value>> {
+        nested_object(self.raw, self.path, name, self.problems)
+    }
+
+    fn str(&mut self, name: &str) -> Option<&'a str> {
+        field_str(self.raw, self.path, name, self.problems)
+    }
+
+    fn bool(&mut self, name: &str) -> Option<bool> {
+        match self.raw.get(name)? {
+            Value::Null => None,
+            Value::Bool(b) => Some(*b),
+            other => {
+                self.problems
+                    .push(malformed(&self.path.field(name), "true or false", other));
+                None
+            }
+        }
+    }
+
+    fn string_map(&mut self, name: &str) -> BTreeMap<String, String> {
+        let mut map = BTreeMap::new();
+        let path = self.path.field(name);
+        let Some(entries) = self.object(name) else {
+            return map;
+        };
+        for (key, value) in entries {
+            match value {
+                Value::String(s) => {
+                    map.insert(key.clone(), s.clone());
+                }
+                other => self
+                    .problems
+                    .push(malformed(&path.key(key), "a string", other)),
+            }
+        }
+        map
+    }
+
+    fn list(&mut self, name: &str) -> &'a [Value] {
+        match self.raw.get(name) {
+            None | Some(Value::Null) => &[],
+            Some(Value::Array(items)) => items,
+            Some(other) => {
+                self.problems
+                    .push(malformed(&self.path.field(name), "a list", other));
+                &[]
+            }
+        }
+    }
+
+    fn typed_list<T: DeserializeOwned>(&mut self, name: &str) -> Vec<T> {
+        let path = self.path.field(name);
+        let items = self.list(name);
+        items
+            .iter()
+            .enumerate()
+            .filter_map(|(i, item)| match serde_json::from_value::<T>(item.clone()) {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    self.problems.push(Diagnostic::new(
+                        Code::MalformedObject,
+                        path.index(i).display(),
+                        format!("cannot be read: {e}"),
+                        "fix the manifest so it matches the Kubernetes API",
+                    ));
+                    None
+                }
+            })
+            .collect()
+    }
+
+    fn containers(&mut self, list: ContainerList) -> Vec<ContainerView<'a>> {
+        let list_path = self.path.field(list.field());
+        let items = self.list(list.field());
+        let mut views = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let path = list_path.index(i);
+            let Value::Object(c) = item else {
+                self.problems.push(malformed(&path, "a container object", item));
+                continue;
+            };
+            let name = field_str(c, &path, "name", self.problems);
+            let image = field_str(c, &path, "image", self.problems);
+            let security_context = nested_object(c, &path, "securityContext", self.problems);
+            let windows_options = security_context.and_then(|sc| {
+                typed(
+                    sc,
+                    &path.field("securityContext"),
+                    "windowsOptions",
+                    self.problems,
+                )
+            });
+            views.push(ContainerView {
+                list,
+                path,
+                name,
+                image,
+                security_context,
+                windows_options,
+            });
+        }
+        views
+    }
+}
+
+fn nested_object<'a>(
+    parent: &'a Map<String, Value>,
+    path: &FieldPath,
+    name: &str,
+    problems: &mut Vec<Diagnostic>,
+) -> Option<&'a Map<String, Value>> {
+    match parent.get(name)? {
+        Value::Null => None,
+        Value::Object(map) => Some(map),
+        other => {
+            problems.push(malformed(&path.field(name), "an object", other));
+            None
+        }
+    }
+}
+
+fn field_str<'a>(
+    parent: &'a Map<String, Value>,
+    path: &FieldPath,
+    name: &str,
+    problems: &mut Vec<Diagnostic>,
+) -> Option<&'a str> {
+    match parent.get(name)? {
+        Value::Null => None,
+        Value::String(s) => Some(s),
+        other => {
+            problems.push(malformed(&path.field(name), "a string", other));
+            None
+        }
+    }
+}
+
+fn typed<T: DeserializeOwned>(
+    parent: &Map<String, Value>,
+    path: &FieldPath,
+    name: &str,
+    problems: &mut Vec<Diagnostic>,
+) -> Option<T> {
+    let value = parent.get(name).filter(|v| !v.is_null())?;
+    match serde_json::from_value::<T>(value.clone()) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            problems.push(Diagnostic::new(
+                Code::MalformedObject,
+                path.field(name).display(),
+                format!("cannot be read: {e}"),
+                "fix the manifest so it matches the Kubernetes API",
+            ));
+            None
+        }
+    }
+}
+
+pub fn malformed(path: &FieldPath, expected: &str, got: &Value) -> Diagnostic {
+    let got = match got {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    };
+    Diagnostic::new(
+        Code::MalformedObject,
+        path.display(),
+        format!("expected {expected}, got {got}"),
+        "fix the manifest so it matches the Kubernetes API",
+    )
+}

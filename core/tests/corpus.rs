@@ -1,0 +1,109 @@
+//! Every manifest of the shared corpus comes out placed on the OS its
+//! source documents, or rejected with a message naming path and fix.
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::*;
+use os_placement_core::Settings;
+use serde_json::{json, Value};
+
+fn corpus_dir() -> PathBuf {
+    std::env::var_os("OS_PLACEMENT_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus"))
+}
+
+/// (file, documented OS) from SOURCES.md.
+fn documented() -> Vec<(String, String)> {
+    let sources = std::fs::read_to_string(corpus_dir().join("SOURCES.md")).expect("corpus SOURCES.md");
+    sources
+        .lines()
+        .filter_map(|line| {
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            let file = cells.get(1)?;
+            let os = cells.get(6)?;
+            (file.ends_with(".yaml") && (*os == "linux" || *os == "windows"))
+                .then(|| (file.to_string(), os.to_string()))
+        })
+        .collect()
+}
+
+fn pod_spec(object: &Value) -> &Value {
+    match object["kind"].as_str() {
+        Some("Pod") => &object["spec"],
+        Some("CronJob") => &object["spec"]["jobTemplate"]["spec"]["template"]["spec"],
+        _ => &object["spec"]["template"]["spec"],
+    }
+}
+
+fn selects(spec: &Value, os: &str) -> bool {
+    spec["nodeSelector"]["kubernetes.io/os"] == os
+}
+
+fn affinity_selects_only(spec: &Value, os: &str) -> bool {
+    let terms = &spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
+    terms.as_array().is_some_and(|terms| {
+        !terms.is_empty()
+            && terms.iter().all(|t| {
+                t["matchExpressions"].as_array().is_some_and(|es| {
+                    es.iter().any(|e| {
+                        e["key"] == "kubernetes.io/os" && e["operator"] == "In" && e["values"] == json!([os])
+                    })
+                })
+            })
+    })
+}
+
+fn check_corpus(settings: &Settings, label: &str) {
+    let files = documented();
+    assert_eq!(files.len(), 54, "SOURCES.md rows");
+    let mut rejected = Vec::new();
+    for (file, os) in files {
+        let text = std::fs::read_to_string(corpus_dir().join(&file)).unwrap();
+        let object = yaml(&text);
+        let d = create(&object, settings);
+        if !d.accepted {
+            let msg = message(&d);
+            assert!(!msg.is_empty(), "{file}: empty rejection");
+            for line in msg.lines() {
+                assert!(line.contains(": ") && line.contains("; "), "{file}: bad line {line}");
+            }
+            rejected.push(format!("{file}: {msg}"));
+            continue;
+        }
+        let out = result_object(&object, &d);
+        let spec = pod_spec(&out);
+        let placed = match os.as_str() {
+            "windows" => selects(spec, "windows"),
+            _ => {
+                selects(spec, "linux")
+                    || affinity_selects_only(spec, "linux")
+                    || spec["nodeSelector"]["beta.kubernetes.io/os"] == "linux"
+                    || settings.windows_taint.is_some()
+            }
+        };
+        assert!(placed, "[{label}] {file} ({os}) not placed: {}", serde_json::to_string(spec).unwrap());
+        assert_idempotent(&object, &d, settings);
+    }
+    eprintln!("[{label}] rejected {}:\n{}", rejected.len(), rejected.join("\n"));
+}
+
+#[test]
+fn corpus_is_placed_with_default_settings() {
+    check_corpus(&Settings::default(), "default");
+}
+
+#[test]
+fn corpus_is_placed_on_eks() {
+    check_corpus(&eks(), "eks");
+}
+
+#[test]
+fn corpus_is_placed_on_gke_with_pod_os() {
+    check_corpus(
+        &settings(json!({"windowsTaint": {"key": "node.kubernetes.io/os", "value": "windows", "effect": "NoSchedule"}, "setPodOS": true})),
+        "gke",
+    );
+}

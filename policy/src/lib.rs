@@ -1,0 +1,86 @@
+//! Kubewarden adapter: waPC entry points over the rule core.
+
+use kubewarden_policy_sdk::metadata::ProtocolVersion;
+use kubewarden_policy_sdk::response::ValidationResponse;
+use kubewarden_policy_sdk::settings::SettingsValidationResponse;
+use os_placement_core::{evaluate, Decision, Review, Settings};
+use serde_json::Value;
+use wapc_guest::{register_function, CallResult};
+
+#[no_mangle]
+pub extern "C" fn wapc_init() {
+    register_function("validate", validate);
+    register_function("validate_settings", validate_settings);
+    register_function("protocol_version", protocol_version);
+}
+
+fn protocol_version(_payload: &[u8]) -> CallResult {
+    Ok(serde_json::to_vec(&ProtocolVersion::V1)?)
+}
+
+/// Settings are validated by the core, so every mistake gets a precise
+/// message instead of a deserialisation error.
+pub fn validate_settings(payload: &[u8]) -> CallResult {
+    let response = match serde_json::from_slice::<Value>(payload) {
+        Err(e) => invalid_settings(format!("settings: not valid JSON: {e}")),
+        Ok(value) => match Settings::from_value(&value) {
+            Ok(_) => SettingsValidationResponse {
+                valid: true,
+                message: None,
+            },
+            Err(e) => invalid_settings(e.to_string()),
+        },
+    };
+    Ok(serde_json::to_vec(&response)?)
+}
+
+fn invalid_settings(message: String) -> SettingsValidationResponse {
+    SettingsValidationResponse {
+        valid: false,
+        message: Some(message),
+    }
+}
+
+/// Evaluates one `{"request": ..., "settings": ...}` payload. Every
+/// outcome, malformed input included, is a response: never a trap.
+pub fn validate(payload: &[u8]) -> CallResult {
+    Ok(serde_json::to_vec(&respond(payload))?)
+}
+
+pub fn respond(payload: &[u8]) -> ValidationResponse {
+    let payload: Value = match serde_json::from_slice(payload) {
+        Ok(v) => v,
+        Err(e) => return rejection(format!("validation payload: not valid JSON: {e}")),
+    };
+    let Some(request) = payload.get("request").filter(|r| r.is_object()) else {
+        return rejection("validation payload: the admission request is missing".to_string());
+    };
+    let settings = match Settings::from_value(payload.get("settings").unwrap_or(&Value::Null)) {
+        Ok(s) => s,
+        Err(e) => return rejection(format!("invalid policy settings:\n{e}")),
+    };
+    to_response(evaluate(&Review::from_admission_request(request), &settings))
+}
+
+fn to_response(decision: Decision) -> ValidationResponse {
+    let warnings = decision.warning_lines();
+    ValidationResponse {
+        accepted: decision.accepted,
+        message: decision.message(),
+        code: None,
+        mutated_object: decision.mutated_object,
+        audit_annotations: None,
+        warnings: (!warnings.is_empty()).then_some(warnings),
+    }
+}
+
+fn rejection(message: String) -> ValidationResponse {
+    ValidationResponse {
+        accepted: false,
+        message: Some(message),
+        code: None,
+        mutated_object: None,
+        audit_annotations: None,
+        warnings: None,
+    }
+}
