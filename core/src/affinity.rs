@@ -126,9 +126,8 @@ mod tests {
         let not_windows =
             selector(json!([{"matchExpressions": [expr(OS_LABEL, "NotIn", &["windows"])]}]));
         assert_eq!(placement(&not_windows).os(), Some(Os::Linux));
-        let both = selector(
-            json!([{"matchExpressions": [expr(OS_LABEL, "In", &["linux", "windows"])]}]),
-        );
+        let both =
+            selector(json!([{"matchExpressions": [expr(OS_LABEL, "In", &["linux", "windows"])]}]));
         assert_eq!(placement(&both), Placement::anywhere());
     }
 
@@ -165,7 +164,8 @@ mod tests {
 
     #[test]
     fn unrelated_keys_and_empty_terms() {
-        let arch = selector(json!([{"matchExpressions": [expr("kubernetes.io/arch", "In", &["amd64"])]}]));
+        let arch =
+            selector(json!([{"matchExpressions": [expr("kubernetes.io/arch", "In", &["amd64"])]}]));
         assert_eq!(placement(&arch), Placement::anywhere());
         let empty_term = selector(json!([{}]));
         assert!(placement(&empty_term).is_empty());
@@ -174,6 +174,9 @@ mod tests {
             expr(WINDOWS_BUILD_LABEL, "NotIn", &["10.0.17763"])]}]));
         let p = placement(&build_not_in);
         assert!(p.linux);
-        assert!(!p.windows.unwrap().allows(WindowsBuild::from_release("ltsc2019").unwrap()));
+        assert!(!p
+            .windows
+            .unwrap()
+            .allows(WindowsBuild::from_release("ltsc2019").unwrap()));
     }
 }

@@ -8,7 +8,7 @@ use std::fmt;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct WindowsBuild(u32);
 
-/// Release names (lower case) and their builds [hcsshim osversion/windowsbuilds.go].
+/// Release names (lower case) and their builds (hcsshim osversion/windowsbuilds.go).
 const RELEASES: &[(&str, WindowsBuild)] = &[
     ("ltsc2016", WindowsBuild::LTSC2016),
     ("1607", WindowsBuild::LTSC2016),
@@ -52,6 +52,17 @@ impl WindowsBuild {
     pub const LTSC2025: Self = Self(26100);
 
     /// The build with third component `build` (10.0.`build`).
+    /// Node builds that run a container of this build with process isolation:
+    /// the same build, and from Windows Server 2025 on, the next LTSC host
+    /// also runs the previous LTSC build.
+    pub fn compatible_hosts(self) -> Vec<WindowsBuild> {
+        if self == Self::LTSC2022 {
+            vec![self, Self::LTSC2025]
+        } else {
+            vec![self]
+        }
+    }
+
     pub const fn new(build: u32) -> Self {
         Self(build)
     }

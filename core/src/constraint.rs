@@ -19,8 +19,18 @@ impl Builds {
         Builds::Only(BTreeSet::from([build]))
     }
 
+    /// The node builds that run a container image of `build`.
+    pub fn compatible_hosts(build: WindowsBuild) -> Builds {
+        Builds::Only(build.compatible_hosts().into_iter().collect())
+    }
+
     pub fn is_empty(&self) -> bool {
         matches!(self, Builds::Only(set) if set.is_empty())
+    }
+
+    /// Whether every build in `self` is also in `other`.
+    pub fn is_within(&self, other: &Builds) -> bool {
+        self.intersect(&other.complement()).is_empty()
     }
 
     pub fn allows(&self, build: WindowsBuild) -> bool {
@@ -54,7 +64,9 @@ impl Builds {
         match (self, other) {
             (Any, _) | (_, Any) => Any,
             (Only(a), Only(b)) => Only(a.union(b).copied().collect()),
-            (Only(a), Except(b)) | (Except(b), Only(a)) => Except(b.difference(a).copied().collect()),
+            (Only(a), Except(b)) | (Except(b), Only(a)) => {
+                Except(b.difference(a).copied().collect())
+            }
             (Except(a), Except(b)) => Except(a.intersection(b).copied().collect()),
         }
     }
@@ -261,7 +273,10 @@ mod tests {
         let either = Placement::linux().union(&win_2022);
         assert_eq!(either.os(), None);
         assert_eq!(either.intersect(&win_2022).os(), Some(Os::Windows));
-        assert_eq!(Placement::anywhere().intersect(&Placement::linux()).os(), Some(Os::Linux));
+        assert_eq!(
+            Placement::anywhere().intersect(&Placement::linux()).os(),
+            Some(Os::Linux)
+        );
         assert_eq!(either.to_string(), "Linux or Windows build 10.0.20348");
     }
 }

@@ -2,6 +2,7 @@
 
 use serde_json::Value;
 
+use crate::constraint::Placement;
 use crate::diagnostics::{render, Code, Diagnostic};
 use crate::kinds::{FieldPath, Kind, SUPPORTED_KINDS};
 use crate::patch::{apply, AddOp};
@@ -9,7 +10,6 @@ use crate::place::{plan, RuntimeClassMerge};
 use crate::resolve::{pair_conflict, resolve, Resolution};
 use crate::settings::Settings;
 use crate::spec::{malformed, ContainerList, PodView};
-use crate::constraint::Placement;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Operation {
@@ -139,6 +139,11 @@ pub fn evaluate(review: &Review<'_>, settings: &Settings) -> Decision {
     if kind == Kind::Pod && operation == Operation::Update {
         return check_new_ephemeral_containers(&pod, review.old_object, settings);
     }
+    if operation == Operation::Update && pod_template_unchanged(review, kind, spec.0) {
+        // Scaling, relabelling or a Job's bookkeeping must not be blocked or
+        // turned into a rollout; a changed template is judged like a new one.
+        return Decision::accept(Vec::new());
+    }
     let resolution = resolve(&pod, settings);
     if !resolution.conflicts.is_empty() {
         return Decision::reject(resolution.conflicts, resolution.warnings);
@@ -185,7 +190,11 @@ fn locate_pod_spec(object: &Value, kind: Kind) -> Result<(&Value, FieldPath), Di
     let mut path = FieldPath::root();
     let mut current = object;
     if !current.is_object() {
-        return Err(malformed(&FieldPath::root().field("object"), "an object", current));
+        return Err(malformed(
+            &FieldPath::root().field("object"),
+            "an object",
+            current,
+        ));
     }
     for field in kind.pod_spec_fields() {
         path = path.field(field);
@@ -213,20 +222,33 @@ fn check_new_ephemeral_containers(
     settings: &Settings,
 ) -> Decision {
     let old_names = old_ephemeral_names(old_object);
+    let ephemeral = |index: usize| {
+        pod.containers
+            .get(index)
+            .filter(|c| c.list == ContainerList::EphemeralContainers)
+    };
     let is_new = |index: usize| {
-        pod.containers.get(index).is_some_and(|c| {
-            c.list == ContainerList::EphemeralContainers
-                && c.name.is_none_or(|n| !old_names.contains(&n))
-        })
+        ephemeral(index).is_some_and(|c| c.name.is_none_or(|n| !old_names.contains(&n)))
     };
     let resolution: Resolution = resolve(pod, settings);
-    let (added, existing): (Vec<_>, Vec<_>) = resolution
+    // Earlier ephemeral containers cannot be removed: they must not make
+    // the pod impossible to debug, so only the pod's own fields count.
+    let existing: Vec<_> = resolution
         .signals
         .iter()
-        .partition(|s| s.container.is_some_and(is_new));
+        .filter(|s| s.container.is_none_or(|i| ephemeral(i).is_none()))
+        .collect();
+    let added = resolution
+        .signals
+        .iter()
+        .filter(|s| s.container.is_some_and(is_new));
     let pod_placement = existing
         .iter()
         .fold(Placement::anywhere(), |acc, s| acc.intersect(&s.placement));
+    if pod_placement.is_empty() {
+        // The pod itself is inconsistent; that is not this update's doing.
+        return Decision::accept(Vec::new());
+    }
     let mut violations = Vec::new();
     for signal in added {
         if !pod_placement.intersect(&signal.placement).is_empty() {
@@ -237,7 +259,10 @@ fn check_new_ephemeral_containers(
             Diagnostic::new(
                 Code::EphemeralContainerMismatch,
                 &signal.path,
-                format!("needs {}, but the pod runs on {pod_placement}", signal.placement),
+                format!(
+                    "needs {}, but the pod runs on {pod_placement}",
+                    signal.placement
+                ),
                 "",
             )
         });
@@ -252,6 +277,17 @@ fn check_new_ephemeral_containers(
     } else {
         Decision::reject(violations, Vec::new())
     }
+}
+
+fn pod_template_unchanged(review: &Review<'_>, kind: Kind, spec: &Value) -> bool {
+    review
+        .old_object
+        .and_then(|old| {
+            kind.pod_spec_fields()
+                .iter()
+                .try_fold(old, |v, field| v.get(field))
+        })
+        .is_some_and(|old_spec| old_spec == spec)
 }
 
 fn old_ephemeral_names(old_object: Option<&Value>) -> Vec<&str> {

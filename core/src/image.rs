@@ -29,9 +29,9 @@ impl ImageRule {
 /// The OS an image reference says it needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ImageOs {
-    /// `reason` is a short human phrase for messages, e.g. "tag ltsc2019",
-    /// "repository mcr.microsoft.com/windows/servercore",
-    /// "settings windowsImages[0] (registry.example.com/win/*)".
+    /// `reason` is a short human phrase for messages, e.g. `tag ltsc2019`,
+    /// `repository mcr.microsoft.com/windows/servercore`,
+    /// `settings windowsImages[0] (registry.example.com/win/*)`.
     Windows {
         build: Option<WindowsBuild>,
         reason: String,

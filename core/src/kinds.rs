@@ -74,8 +74,14 @@ impl FieldPath {
 
     /// A map entry: `nodeSelector[kubernetes.io/os]`.
     pub fn key(&self, key: &str) -> FieldPath {
+        // Keep one violation on one line whatever the key holds.
+        let shown = if key.chars().any(|c| c.is_control() || c == ']') {
+            format!("{key:?}")
+        } else {
+            key.to_string()
+        };
         FieldPath {
-            display: format!("{}[{key}]", self.display),
+            display: format!("{}[{shown}]", self.display),
             pointer: format!("{}/{}", self.pointer, escape_token(key)),
         }
     }
@@ -115,7 +121,10 @@ mod tests {
             entry.pointer(),
             "/spec/jobTemplate/spec/template/spec/nodeSelector/kubernetes.io~1os"
         );
-        assert_eq!(spec.field("containers").index(2).display(), "spec.jobTemplate.spec.template.spec.containers[2]");
+        assert_eq!(
+            spec.field("containers").index(2).display(),
+            "spec.jobTemplate.spec.template.spec.containers[2]"
+        );
     }
 
     #[test]

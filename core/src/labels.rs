@@ -91,7 +91,10 @@ mod tests {
     #[test]
     fn os_label_values() {
         assert_eq!(nodes_with(OS_LABEL, "linux"), Some(Placement::linux()));
-        assert_eq!(nodes_with(BETA_OS_LABEL, "windows").and_then(|p| p.os()), Some(Os::Windows));
+        assert_eq!(
+            nodes_with(BETA_OS_LABEL, "windows").and_then(|p| p.os()),
+            Some(Os::Windows)
+        );
         // Labels are case-sensitive: no node carries "Windows".
         assert_eq!(nodes_with(OS_LABEL, "Windows"), Some(Placement::nowhere()));
         assert_eq!(nodes_with("kubernetes.io/arch", "amd64"), None);
@@ -100,12 +103,24 @@ mod tests {
     #[test]
     fn build_and_platform_labels() {
         let p = nodes_with(WINDOWS_BUILD_LABEL, "10.0.20348").unwrap();
-        assert_eq!(p.windows.and_then(|b| b.single()), WindowsBuild::from_release("ltsc2022"));
+        assert_eq!(
+            p.windows.and_then(|b| b.single()),
+            WindowsBuild::from_release("ltsc2022")
+        );
         let sku = nodes_with(AKS_OS_SKU_LABEL, "Windows2019").unwrap();
-        assert_eq!(sku.windows.and_then(|b| b.single()), WindowsBuild::from_release("ltsc2019"));
-        assert_eq!(nodes_with(AKS_OS_SKU_LABEL, "Ubuntu"), Some(Placement::linux()));
+        assert_eq!(
+            sku.windows.and_then(|b| b.single()),
+            WindowsBuild::from_release("ltsc2019")
+        );
+        assert_eq!(
+            nodes_with(AKS_OS_SKU_LABEL, "Ubuntu"),
+            Some(Placement::linux())
+        );
         let gke = nodes_with(GKE_WINDOWS_VERSION_LABEL, "2022").unwrap();
         assert_eq!(gke.os(), Some(Os::Windows));
-        assert_eq!(nodes_without_key(WINDOWS_BUILD_LABEL), Some(Placement::linux()));
+        assert_eq!(
+            nodes_without_key(WINDOWS_BUILD_LABEL),
+            Some(Placement::linux())
+        );
     }
 }

@@ -90,7 +90,10 @@ mod tests {
     fn applies_object_and_array_adds() {
         let mut doc = json!({"spec": {"nodeSelector": {"a": "b"}, "tolerations": [1]}});
         let ops = vec![
-            AddOp::new("/spec/nodeSelector/kubernetes.io~1os".into(), json!("linux")),
+            AddOp::new(
+                "/spec/nodeSelector/kubernetes.io~1os".into(),
+                json!("linux"),
+            ),
             AddOp::new("/spec/tolerations/-".into(), json!(2)),
             AddOp::new("/spec/os".into(), json!({"name": "linux"})),
         ];

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::Toleration;
 use serde_json::{json, Map, Value};
 
-use crate::constraint::Os;
+use crate::constraint::{Builds, Os};
 use crate::diagnostics::{Code, Diagnostic};
 use crate::labels::{nodes_with, OS_LABEL, WINDOWS_BUILD_LABEL};
 use crate::patch::{pointer_child, AddOp};
@@ -65,7 +65,14 @@ pub fn plan(
     let selector = effective_selector(pod, own_rc);
     let tolerations = effective_tolerations(pod, own_rc);
     let mut missing = match os {
-        Os::Windows => windows_missing(pod, resolution, settings, &selector, &tolerations, &mut plan),
+        Os::Windows => windows_missing(
+            pod,
+            resolution,
+            settings,
+            &selector,
+            &tolerations,
+            &mut plan,
+        ),
         Os::Linux => linux_missing(resolution, settings, &tolerations),
     };
     if settings.set_pod_os && pod.os_name.is_none() {
@@ -117,7 +124,10 @@ fn effective_selector(pod: &PodView<'_>, rc: Option<&RuntimeClass>) -> BTreeMap<
     selector
 }
 
-fn effective_tolerations<'p>(pod: &'p PodView<'_>, rc: Option<&'p RuntimeClass>) -> Vec<&'p Toleration> {
+fn effective_tolerations<'p>(
+    pod: &'p PodView<'_>,
+    rc: Option<&'p RuntimeClass>,
+) -> Vec<&'p Toleration> {
     pod.tolerations
         .iter()
         .chain(rc.iter().flat_map(|rc| rc.scheduling.tolerations.iter()))
@@ -159,12 +169,9 @@ fn windows_missing(
         }
     }
     let pins = settings.pin_windows_build && !resolution.host_process;
-    let pinned_by_nodes = resolution
-        .node_placement()
-        .windows
-        .and_then(|b| b.single());
+    let node_builds = resolution.node_placement().windows.unwrap_or(Builds::Any);
     match resolution.image_build {
-        Some(build) if pins && !selector.contains_key(WINDOWS_BUILD_LABEL) && pinned_by_nodes != Some(build) => {
+        Some(build) if pins && !node_builds.is_within(&resolution.image_builds) => {
             missing.push(Missing::Selector {
                 key: WINDOWS_BUILD_LABEL,
                 value: build.to_string(),
@@ -172,7 +179,7 @@ fn windows_missing(
                 why: format!("the pod's Windows image needs build {build} but the pod is not pinned to it, so it can land on a node of another build and fail to start"),
             });
         }
-        None if pins && pinned_by_nodes.is_none() => {
+        None if pins && node_builds.single().is_none() => {
             plan.warnings.extend(resolution.images_without_build.iter().map(|(path, image)| {
                 Diagnostic::new(
                     Code::UnknownBuild,
@@ -242,13 +249,17 @@ fn choose_runtime_class<'s>(
                 .all(|(k, v)| pod.node_selector.get(k).is_none_or(|own| own == v));
         // A build the pod does not need would pin it arbitrarily.
         let no_stray_build = !sel.contains_key(WINDOWS_BUILD_LABEL)
-            || missing.iter().any(|m| matches!(m, Missing::Selector { key, .. } if *key == WINDOWS_BUILD_LABEL))
+            || missing
+                .iter()
+                .any(|m| matches!(m, Missing::Selector { key, .. } if *key == WINDOWS_BUILD_LABEL))
             || pod.node_selector.contains_key(WINDOWS_BUILD_LABEL);
         let provides = missing.iter().all(|m| match m {
             Missing::Selector { key, value, .. } => sel.get(*key) == Some(value),
-            Missing::Toleration { taint, .. } => {
-                rc.scheduling.tolerations.iter().any(|t| tolerates(t, taint))
-            }
+            Missing::Toleration { taint, .. } => rc
+                .scheduling
+                .tolerations
+                .iter()
+                .any(|t| tolerates(t, taint)),
             Missing::PodOs(_) => true,
         });
         agrees && no_stray_build && provides
@@ -269,7 +280,11 @@ fn merge_runtime_class(pod: &PodView<'_>, rc: &RuntimeClass, ops: &mut Vec<AddOp
         .scheduling
         .tolerations
         .iter()
-        .filter(|t| !pod.tolerations.iter().any(|own| crate::toleration::covers(own, t)))
+        .filter(|t| {
+            !pod.tolerations
+                .iter()
+                .any(|own| crate::toleration::covers(own, t))
+        })
         .filter_map(|t| serde_json::to_value(t).ok())
         .collect();
     ops.extend(toleration_ops(pod, new));
@@ -300,7 +315,10 @@ fn ops_for(pod: &PodView<'_>, missing: &[Missing]) -> Vec<AddOp> {
                     pod.field("os").field("name").pointer().to_string(),
                     json!(os.label()),
                 ),
-                _ => AddOp::new(pod.field("os").pointer().to_string(), json!({"name": os.label()})),
+                _ => AddOp::new(
+                    pod.field("os").pointer().to_string(),
+                    json!({"name": os.label()}),
+                ),
             });
         }
     }
@@ -318,10 +336,8 @@ fn selector_ops(pod: &PodView<'_>, entries: &[(String, String)]) -> Vec<AddOp> {
             .map(|(k, v)| AddOp::new(pointer_child(path.pointer(), k), json!(v)))
             .collect(),
         _ => {
-            let map: Map<String, Value> = entries
-                .iter()
-                .map(|(k, v)| (k.clone(), json!(v)))
-                .collect();
+            let map: Map<String, Value> =
+                entries.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
             vec![AddOp::new(path.pointer().to_string(), Value::Object(map))]
         }
     }
@@ -337,7 +353,10 @@ fn toleration_ops(pod: &PodView<'_>, tolerations: Vec<Value>) -> Vec<AddOp> {
             .into_iter()
             .map(|t| AddOp::new(format!("{}/-", path.pointer()), t))
             .collect(),
-        _ => vec![AddOp::new(path.pointer().to_string(), Value::Array(tolerations))],
+        _ => vec![AddOp::new(
+            path.pointer().to_string(),
+            Value::Array(tolerations),
+        )],
     }
 }
 
@@ -361,10 +380,7 @@ fn violation(pod: &PodView<'_>, missing: &Missing, rc: Option<&RuntimeClass>) ->
             Code::MissingWindowsToleration,
             pod.field("tolerations").display(),
             why.clone(),
-            format!(
-                "add the toleration {}{via_rc}",
-                for_taint(taint)
-            ),
+            format!("add the toleration {}{via_rc}", for_taint(taint)),
         ),
         Missing::PodOs(os) => Diagnostic::new(
             Code::MissingPodOs,

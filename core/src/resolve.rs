@@ -60,8 +60,10 @@ pub struct Resolution {
     /// Where the pod may land given all signals.
     pub placement: Placement,
     pub host_process: bool,
-    /// The build the pod's Windows images need (never for HostProcess pods).
+    /// The build to pin the pod's Windows images to (never for HostProcess pods).
     pub image_build: Option<WindowsBuild>,
+    /// Node builds that run all of the pod's Windows images.
+    pub image_builds: Builds,
     /// Windows images whose reference names no build: (path, image).
     pub images_without_build: Vec<(String, String)>,
     pub conflicts: Vec<Diagnostic>,
@@ -197,11 +199,13 @@ pub fn resolve(pod: &PodView<'_>, settings: &Settings) -> Resolution {
 
     if pod.windows_options.is_some() {
         signals.push(windows_options_signal(
-            pod.field("securityContext").field("windowsOptions").display(),
+            pod.field("securityContext")
+                .field("windowsOptions")
+                .display(),
             host_process(&pod.windows_options) == Some(true),
         ));
     }
-    let mut image_build = None;
+    let mut image_builds = Builds::Any;
     let mut images_without_build = Vec::new();
     for (index, container) in pod.containers.iter().enumerate() {
         if container.windows_options.is_some() {
@@ -227,8 +231,8 @@ pub fn resolve(pod: &PodView<'_>, settings: &Settings) -> Resolution {
                 // HostProcess containers run on the host: any build will do.
                 let builds = match build {
                     Some(b) if !is_host_process => {
-                        image_build.get_or_insert(b);
-                        Builds::only(b)
+                        image_builds = image_builds.intersect(&Builds::compatible_hosts(b));
+                        Builds::compatible_hosts(b)
                     }
                     Some(_) => Builds::Any,
                     None => {
@@ -254,6 +258,11 @@ pub fn resolve(pod: &PodView<'_>, settings: &Settings) -> Resolution {
     }
 
     conflicts.extend(find_conflicts(&signals));
+    // The pin is the oldest build every image runs on: the images' own build.
+    let image_build = match &image_builds {
+        Builds::Only(set) => set.iter().next().copied(),
+        _ => None,
+    };
     let placement = signals
         .iter()
         .fold(Placement::anywhere(), |acc, s| acc.intersect(&s.placement));
@@ -262,6 +271,7 @@ pub fn resolve(pod: &PodView<'_>, settings: &Settings) -> Resolution {
         placement,
         host_process: is_host_process,
         image_build,
+        image_builds,
         images_without_build,
         conflicts,
         warnings,

@@ -300,7 +300,9 @@ impl Reader {
             ),
             Some(e) if !TAINT_EFFECTS.contains(&e.as_str()) => self.problem(
                 "windowsTaint.effect",
-                format!("{e:?} is not a taint effect: use NoSchedule, PreferNoSchedule or NoExecute"),
+                format!(
+                    "{e:?} is not a taint effect: use NoSchedule, PreferNoSchedule or NoExecute"
+                ),
             ),
             _ => {}
         }
@@ -321,7 +323,10 @@ impl Reader {
             if classes.iter().any(|c| c.name == rc.name) {
                 self.problem(
                     &format!("{path}.name"),
-                    format!("{:?} is declared twice: RuntimeClass names are unique", rc.name),
+                    format!(
+                        "{:?} is declared twice: RuntimeClass names are unique",
+                        rc.name
+                    ),
                 );
                 continue;
             }
@@ -431,7 +436,10 @@ impl Reader {
                 return None;
             }
         };
-        let operator = toleration.operator.as_deref().unwrap_or("Equal");
+        let operator = match toleration.operator.as_deref() {
+            None | Some("") => "Equal",
+            Some(op) => op,
+        };
         let key = toleration.key.as_deref().unwrap_or("");
         let has_value = toleration.value.as_deref().is_some_and(|v| !v.is_empty());
         match operator {
@@ -466,7 +474,10 @@ impl Reader {
         let pattern_path = format!("{path}.pattern");
         let pattern = match map.get("pattern") {
             None => {
-                self.problem(&pattern_path, "is required: a glob on the image reference, e.g. registry.example.com/win/*");
+                self.problem(
+                    &pattern_path,
+                    "is required: a glob on the image reference, e.g. registry.example.com/win/*",
+                );
                 None
             }
             Some(_) => self.string(map, "pattern", &pattern_path),
@@ -481,15 +492,15 @@ impl Reader {
         let build_path = format!("{path}.windowsBuild");
         let windows_build = match map.get("windowsBuild") {
             None | Some(Value::Null) => None,
-            Some(_) => self
-                .string(map, "windowsBuild", &build_path)
-                .and_then(|b| match WindowsBuild::parse_label(&b) {
+            Some(_) => self.string(map, "windowsBuild", &build_path).and_then(|b| {
+                match WindowsBuild::parse_label(&b) {
                     Ok(build) => Some(build),
                     Err(e) => {
                         self.problem(&build_path, e);
                         None
                     }
-                }),
+                }
+            }),
         };
         Some(ImageRule {
             pattern: glob?,

@@ -205,18 +205,20 @@ impl<'a> FieldReader<'a, '_> {
         items
             .iter()
             .enumerate()
-            .filter_map(|(i, item)| match serde_json::from_value::<T>(item.clone()) {
-                Ok(t) => Some(t),
-                Err(e) => {
-                    self.problems.push(Diagnostic::new(
-                        Code::MalformedObject,
-                        path.index(i).display(),
-                        format!("cannot be read: {e}"),
-                        "fix the manifest so it matches the Kubernetes API",
-                    ));
-                    None
-                }
-            })
+            .filter_map(
+                |(i, item)| match serde_json::from_value::<T>(item.clone()) {
+                    Ok(t) => Some(t),
+                    Err(e) => {
+                        self.problems.push(Diagnostic::new(
+                            Code::MalformedObject,
+                            path.index(i).display(),
+                            format!("cannot be read: {e}"),
+                            "fix the manifest so it matches the Kubernetes API",
+                        ));
+                        None
+                    }
+                },
+            )
             .collect()
     }
 
@@ -227,7 +229,8 @@ impl<'a> FieldReader<'a, '_> {
         for (i, item) in items.iter().enumerate() {
             let path = list_path.index(i);
             let Value::Object(c) = item else {
-                self.problems.push(malformed(&path, "a container object", item));
+                self.problems
+                    .push(malformed(&path, "a container object", item));
                 continue;
             };
             let name = field_str(c, &path, "name", self.problems);

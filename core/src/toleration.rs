@@ -83,30 +83,51 @@ mod tests {
     #[test]
     fn exists_without_key_tolerates_everything() {
         assert!(tolerates(&t(json!({"operator": "Exists"})), &taint()));
-        assert!(tolerates(&t(json!({"operator": "Exists", "effect": "NoSchedule"})), &taint()));
-        assert!(!tolerates(&t(json!({"operator": "Exists", "effect": "NoExecute"})), &taint()));
+        assert!(tolerates(
+            &t(json!({"operator": "Exists", "effect": "NoSchedule"})),
+            &taint()
+        ));
+        assert!(!tolerates(
+            &t(json!({"operator": "Exists", "effect": "NoExecute"})),
+            &taint()
+        ));
     }
 
     #[test]
     fn equal_needs_key_value_and_effect() {
         assert!(tolerates(
-            &t(json!({"key": "os", "operator": "Equal", "value": "windows", "effect": "NoSchedule"})),
+            &t(
+                json!({"key": "os", "operator": "Equal", "value": "windows", "effect": "NoSchedule"})
+            ),
             &taint()
         ));
-        assert!(tolerates(&t(json!({"key": "os", "value": "windows"})), &taint()));
+        assert!(tolerates(
+            &t(json!({"key": "os", "value": "windows"})),
+            &taint()
+        ));
         // Values are case-sensitive (corpus: microsoft/SDN uses "Windows").
         assert!(!tolerates(
-            &t(json!({"key": "os", "operator": "Equal", "value": "Windows", "effect": "NoSchedule"})),
+            &t(
+                json!({"key": "os", "operator": "Equal", "value": "Windows", "effect": "NoSchedule"})
+            ),
             &taint()
         ));
-        assert!(!tolerates(&t(json!({"key": "node.kubernetes.io/os", "operator": "Exists"})), &taint()));
-        assert!(tolerates(&t(json!({"key": "os", "operator": "Exists"})), &taint()));
+        assert!(!tolerates(
+            &t(json!({"key": "node.kubernetes.io/os", "operator": "Exists"})),
+            &taint()
+        ));
+        assert!(tolerates(
+            &t(json!({"key": "os", "operator": "Exists"})),
+            &taint()
+        ));
     }
 
     #[test]
     fn coverage_follows_the_runtime_class_merge() {
         let all = t(json!({"operator": "Exists"}));
-        let specific = t(json!({"key": "os", "operator": "Equal", "value": "windows", "effect": "NoSchedule"}));
+        let specific = t(
+            json!({"key": "os", "operator": "Equal", "value": "windows", "effect": "NoSchedule"}),
+        );
         assert!(covers(&all, &specific));
         assert!(!covers(&specific, &all));
         assert!(covers(&specific, &specific));
@@ -120,8 +141,14 @@ mod tests {
             for_taint(&taint()),
             json!({"key": "os", "operator": "Equal", "value": "windows", "effect": "NoSchedule"})
         );
-        let no_value = Taint { value: String::new(), ..taint() };
-        assert_eq!(for_taint(&no_value), json!({"key": "os", "operator": "Exists", "effect": "NoSchedule"}));
+        let no_value = Taint {
+            value: String::new(),
+            ..taint()
+        };
+        assert_eq!(
+            for_taint(&no_value),
+            json!({"key": "os", "operator": "Exists", "effect": "NoSchedule"})
+        );
         assert!(tolerates(&t(for_taint(&no_value)), &no_value));
     }
 }

@@ -45,7 +45,10 @@ pub fn forbidden_fields(pod: &PodView<'_>, enforced: bool) -> Vec<Diagnostic> {
     }
     if let Some(sc) = pod.security_context {
         let base = pod.field("securityContext");
-        paths.extend(set_fields(sc, POD_SECURITY_CONTEXT_FIELDS).map(|f| base.field(f).display().to_string()));
+        paths.extend(
+            set_fields(sc, POD_SECURITY_CONTEXT_FIELDS)
+                .map(|f| base.field(f).display().to_string()),
+        );
     }
     for container in &pod.containers {
         if let Some(sc) = container.security_context {

@@ -1,5 +1,11 @@
 //! Every manifest of the shared corpus comes out placed on the OS its
 //! source documents, or rejected with a message naming path and fix.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 mod common;
 
@@ -17,7 +23,8 @@ fn corpus_dir() -> PathBuf {
 
 /// (file, documented OS) from SOURCES.md.
 fn documented() -> Vec<(String, String)> {
-    let sources = std::fs::read_to_string(corpus_dir().join("SOURCES.md")).expect("corpus SOURCES.md");
+    let sources =
+        std::fs::read_to_string(corpus_dir().join("SOURCES.md")).expect("corpus SOURCES.md");
     sources
         .lines()
         .filter_map(|line| {
@@ -43,13 +50,16 @@ fn selects(spec: &Value, os: &str) -> bool {
 }
 
 fn affinity_selects_only(spec: &Value, os: &str) -> bool {
-    let terms = &spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
+    let terms = &spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        ["nodeSelectorTerms"];
     terms.as_array().is_some_and(|terms| {
         !terms.is_empty()
             && terms.iter().all(|t| {
                 t["matchExpressions"].as_array().is_some_and(|es| {
                     es.iter().any(|e| {
-                        e["key"] == "kubernetes.io/os" && e["operator"] == "In" && e["values"] == json!([os])
+                        e["key"] == "kubernetes.io/os"
+                            && e["operator"] == "In"
+                            && e["values"] == json!([os])
                     })
                 })
             })
@@ -68,7 +78,10 @@ fn check_corpus(settings: &Settings, label: &str) {
             let msg = message(&d);
             assert!(!msg.is_empty(), "{file}: empty rejection");
             for line in msg.lines() {
-                assert!(line.contains(": ") && line.contains("; "), "{file}: bad line {line}");
+                assert!(
+                    line.contains(": ") && line.contains("; "),
+                    "{file}: bad line {line}"
+                );
             }
             rejected.push(format!("{file}: {msg}"));
             continue;
@@ -84,10 +97,18 @@ fn check_corpus(settings: &Settings, label: &str) {
                     || settings.windows_taint.is_some()
             }
         };
-        assert!(placed, "[{label}] {file} ({os}) not placed: {}", serde_json::to_string(spec).unwrap());
+        assert!(
+            placed,
+            "[{label}] {file} ({os}) not placed: {}",
+            serde_json::to_string(spec).unwrap()
+        );
         assert_idempotent(&object, &d, settings);
     }
-    eprintln!("[{label}] rejected {}:\n{}", rejected.len(), rejected.join("\n"));
+    eprintln!(
+        "[{label}] rejected {}:\n{}",
+        rejected.len(),
+        rejected.join("\n")
+    );
 }
 
 #[test]
@@ -103,7 +124,9 @@ fn corpus_is_placed_on_eks() {
 #[test]
 fn corpus_is_placed_on_gke_with_pod_os() {
     check_corpus(
-        &settings(json!({"windowsTaint": {"key": "node.kubernetes.io/os", "value": "windows", "effect": "NoSchedule"}, "setPodOS": true})),
+        &settings(
+            json!({"windowsTaint": {"key": "node.kubernetes.io/os", "value": "windows", "effect": "NoSchedule"}, "setPodOS": true}),
+        ),
         "gke",
     );
 }

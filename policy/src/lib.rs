@@ -1,5 +1,16 @@
 //! Kubewarden adapter: waPC entry points over the rule core.
 
+// Reachable from admission input: a panic here is a wasm trap that can
+// block pod creation cluster-wide.
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::todo,
+    clippy::unimplemented
+)]
+
 use kubewarden_policy_sdk::metadata::ProtocolVersion;
 use kubewarden_policy_sdk::response::ValidationResponse;
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
@@ -59,7 +70,10 @@ pub fn respond(payload: &[u8]) -> ValidationResponse {
         Ok(s) => s,
         Err(e) => return rejection(format!("invalid policy settings:\n{e}")),
     };
-    to_response(evaluate(&Review::from_admission_request(request), &settings))
+    to_response(evaluate(
+        &Review::from_admission_request(request),
+        &settings,
+    ))
 }
 
 fn to_response(decision: Decision) -> ValidationResponse {
