@@ -152,7 +152,7 @@ impl Reader {
             other => {
                 self.problem(
                     "settings",
-                    format!("expected an object, got {}", type_name(other)),
+                    format!("expected an object, got {}", json_type_name(other)),
                 );
                 return settings;
             }
@@ -509,7 +509,8 @@ impl Reader {
     }
 }
 
-fn type_name(value: &Value) -> &'static str {
+/// "a string", "a list", ... for messages about JSON of the wrong type.
+pub(crate) fn json_type_name(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -524,7 +525,7 @@ fn describe(value: &Value) -> String {
     match value {
         Value::String(s) => format!("the string {s:?}"),
         Value::Number(n) => format!("the number {n}"),
-        other => type_name(other).to_string(),
+        other => json_type_name(other).to_string(),
     }
 }
 

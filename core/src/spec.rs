@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::diagnostics::{Code, Diagnostic};
 use crate::kinds::FieldPath;
+use crate::settings::json_type_name;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ContainerList {
@@ -311,14 +312,7 @@ fn typed<T: DeserializeOwned>(
 }
 
 pub fn malformed(path: &FieldPath, expected: &str, got: &Value) -> Diagnostic {
-    let got = match got {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
-    };
+    let got = json_type_name(got);
     Diagnostic::new(
         Code::MalformedObject,
         path.display(),

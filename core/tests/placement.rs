@@ -1019,3 +1019,27 @@ fn warnings_render_as_path_what_fix_lines() {
     assert!(lines.iter().all(|l| l.contains("; ")));
     assert_eq!(d.message(), None);
 }
+
+#[test]
+fn ltsc2022_image_with_ltsc2025_sidecar_is_pinned_to_the_2025_build() {
+    // A 2025 host runs ltsc2022 images too: the only build both run on is 2025.
+    let object = pod_with_images(&[WIN2022, "mcr.microsoft.com/windows/nanoserver:ltsc2025"]);
+    let d = checked_create(&object, &eks());
+    assert!(d.accepted, "{:?}", d.message());
+    let out = result_object(&object, &d);
+    assert_eq!(
+        out["spec"]["nodeSelector"]["node.kubernetes.io/windows-build"],
+        "10.0.26100"
+    );
+}
+
+#[test]
+fn ltsc2022_image_alone_is_pinned_to_its_own_build() {
+    let object = pod_with_images(&[WIN2022]);
+    let d = checked_create(&object, &eks());
+    let out = result_object(&object, &d);
+    assert_eq!(
+        out["spec"]["nodeSelector"]["node.kubernetes.io/windows-build"],
+        "10.0.20348"
+    );
+}
