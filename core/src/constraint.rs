@@ -86,7 +86,7 @@ impl fmt::Display for Builds {
             set.iter()
                 .map(ToString::to_string)
                 .collect::<Vec<_>>()
-                .join(", ")
+                .join(" or ")
         };
         match self {
             Builds::Any => f.write_str("any build"),

@@ -240,10 +240,7 @@ pub fn resolve(pod: &PodView<'_>, settings: &Settings) -> Resolution {
                         Builds::Any
                     }
                 };
-                let os_reason = match build {
-                    Some(b) => format!("Windows image, build {b}: {reason}"),
-                    None => format!("Windows image: {reason}"),
-                };
+                let os_reason = format!("Windows image: {reason}");
                 (Placement::windows(builds), os_reason)
             }
         };
