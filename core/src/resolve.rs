@@ -14,6 +14,9 @@ use crate::spec::{host_process, PodView};
 pub enum Source {
     PodOs,
     NodeSelector,
+    /// `beta.kubernetes.io/os`: read for conflicts, but it does not count
+    /// as selecting the OS (nodes may stop carrying it).
+    DeprecatedOsSelector,
     Affinity,
     RuntimeClass,
     WindowsOptions,
@@ -123,8 +126,12 @@ pub fn resolve(pod: &PodView<'_>, settings: &Settings) -> Resolution {
         let reason = placement
             .is_empty()
             .then(|| "no node carries this label value".to_string());
+        let source = match key.as_str() {
+            BETA_OS_LABEL => Source::DeprecatedOsSelector,
+            _ => Source::NodeSelector,
+        };
         signals.push(Signal {
-            source: Source::NodeSelector,
+            source,
             path: path.display().to_string(),
             value: format!("{value:?}"),
             reason,

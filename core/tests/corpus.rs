@@ -93,7 +93,6 @@ fn check_corpus(settings: &Settings, label: &str) {
             _ => {
                 selects(spec, "linux")
                     || affinity_selects_only(spec, "linux")
-                    || spec["nodeSelector"]["beta.kubernetes.io/os"] == "linux"
                     || settings.windows_taint.is_some()
             }
         };

@@ -1043,3 +1043,18 @@ fn ltsc2022_image_alone_is_pinned_to_its_own_build() {
         "10.0.20348"
     );
 }
+
+#[test]
+fn linux_pod_selecting_only_the_beta_label_also_gets_the_ga_label() {
+    // corpus 41 (kube-dns): nodes may stop carrying beta.kubernetes.io/os.
+    let object = pod(json!({
+        "containers": [{"name": "c", "image": LINUX_IMAGE}],
+        "nodeSelector": {"beta.kubernetes.io/os": "linux"}
+    }));
+    let d = checked_create(&object, &Settings::default());
+    assert!(d.accepted);
+    assert_eq!(warning_codes(&d), vec!["deprecated-label"]);
+    let out = result_object(&object, &d);
+    assert_eq!(out["spec"]["nodeSelector"]["kubernetes.io/os"], "linux");
+    assert_eq!(out["spec"]["nodeSelector"]["beta.kubernetes.io/os"], "linux");
+}

@@ -1,0 +1,402 @@
+//! Evaluates manifests through the built policy `.wasm`, as policy-server would,
+//! and prints the facts: verdict, message, warnings and JSON Patch.
+//!
+//! ```text
+//! os-placement-eval [--wasm PATH] [--root DIR] [--cases FILE]
+//! os-placement-eval [--wasm PATH] --manifest FILE [--settings FILE] [--operation OP]
+//!                   [--old-manifest FILE] [--sub-resource NAME]
+//! ```
+//!
+//! Exit code: 0 when every case ran and matched its `expect`, 1 when a case
+//! did not match, could not be read, or the policy failed (waPC error / trap),
+//! 2 on a usage error.
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{anyhow, bail, Result};
+use os_placement_e2e::{
+    load_cases, run_case, Case, CaseOutcome, PolicyHost, PolicyModule, DEFAULT_CASES, DEFAULT_WASM,
+};
+
+const USAGE: &str = "\
+usage: os-placement-eval [--wasm PATH] [--root DIR] [--cases FILE]
+       os-placement-eval [--wasm PATH] --manifest FILE [--settings FILE] [--operation OP]
+                         [--old-manifest FILE] [--sub-resource NAME]
+
+  --wasm PATH          policy module (default: <root>/target/wasm32-wasip1/release/os_placement_policy.wasm)
+  --root DIR           repository root; case paths are relative to it (default: .)
+  --cases FILE         case list (default: <root>/examples/cases.yaml)
+  --manifest FILE      evaluate one object instead of the case list
+  --settings FILE      settings for --manifest (default: {})
+  --operation OP       CREATE (default), UPDATE, DELETE or CONNECT
+  --old-manifest FILE  oldObject for UPDATE
+  --sub-resource NAME  e.g. ephemeralcontainers";
+
+#[derive(Debug, Default)]
+struct Args {
+    wasm: Option<PathBuf>,
+    root: Option<PathBuf>,
+    cases: Option<PathBuf>,
+    manifest: Option<PathBuf>,
+    settings: Option<PathBuf>,
+    operation: Option<String>,
+    old_manifest: Option<PathBuf>,
+    sub_resource: Option<String>,
+}
+
+enum Parsed {
+    Run(Args),
+    Help,
+}
+
+fn parse_args(mut argv: impl Iterator<Item = String>) -> Result<Parsed> {
+    let mut args = Args::default();
+    while let Some(flag) = argv.next() {
+        if flag == "-h" || flag == "--help" {
+            return Ok(Parsed::Help);
+        }
+        let (name, inline) = match flag.split_once('=') {
+            Some((name, value)) => (name.to_owned(), Some(value.to_owned())),
+            None => (flag.clone(), None),
+        };
+        let mut value = || -> Result<String> {
+            inline
+                .clone()
+                .or_else(|| argv.next())
+                .ok_or_else(|| anyhow!("{name} needs a value"))
+        };
+        match name.as_str() {
+            "--wasm" => args.wasm = Some(value()?.into()),
+            "--root" => args.root = Some(value()?.into()),
+            "--cases" => args.cases = Some(value()?.into()),
+            "--manifest" => args.manifest = Some(value()?.into()),
+            "--settings" => args.settings = Some(value()?.into()),
+            "--operation" => args.operation = Some(value()?.to_ascii_uppercase()),
+            "--old-manifest" => args.old_manifest = Some(value()?.into()),
+            "--sub-resource" => args.sub_resource = Some(value()?),
+            other => bail!("unknown argument {other:?}"),
+        }
+    }
+    if args.manifest.is_some() && args.cases.is_some() {
+        bail!("--manifest and --cases are exclusive");
+    }
+    if args.manifest.is_none()
+        && (args.settings.is_some()
+            || args.operation.is_some()
+            || args.old_manifest.is_some()
+            || args.sub_resource.is_some())
+    {
+        bail!("--settings, --operation, --old-manifest and --sub-resource go with --manifest");
+    }
+    Ok(Parsed::Run(args))
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args(std::env::args().skip(1)) {
+        Ok(Parsed::Run(args)) => args,
+        Ok(Parsed::Help) => {
+            // Nothing useful to do when stdout is gone.
+            let _ = writeln!(io::stdout(), "{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("os-placement-eval: {e:#}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    let result = run(&args, &mut out).and_then(|ok| Ok(out.flush().map(|()| ok)?));
+    match result {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        // The reader went away (`| head`): stop quietly.
+        Err(e) if is_broken_pipe(&e) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("os-placement-eval: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error
+        .downcast_ref::<io::Error>()
+        .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+}
+
+/// Runs everything; `Ok(false)` when a case failed or mismatched.
+fn run(args: &Args, out: &mut dyn Write) -> Result<bool> {
+    let root = args.root.clone().unwrap_or_else(|| PathBuf::from("."));
+    let wasm = args.wasm.clone().unwrap_or_else(|| root.join(DEFAULT_WASM));
+    if !wasm.is_file() {
+        bail!(
+            "policy module {} not found: run `make build` first",
+            wasm.display()
+        );
+    }
+
+    let (cases, case_root) = match &args.manifest {
+        Some(manifest) => (
+            vec![Case {
+                name: manifest.display().to_string(),
+                description: None,
+                manifest: manifest.clone(),
+                settings: args.settings.clone(),
+                operation: args
+                    .operation
+                    .clone()
+                    .unwrap_or_else(|| "CREATE".to_owned()),
+                old_manifest: args.old_manifest.clone(),
+                sub_resource: args.sub_resource.clone(),
+                expect: None,
+            }],
+            PathBuf::from("."),
+        ),
+        None => {
+            let cases_path = args
+                .cases
+                .clone()
+                .unwrap_or_else(|| root.join(DEFAULT_CASES));
+            (load_cases(&cases_path)?, root.clone())
+        }
+    };
+
+    let module = PolicyModule::compile(&wasm)?;
+    let started = Instant::now();
+    let mut host = module.instantiate()?;
+    let instantiate_time = started.elapsed();
+    let protocol = host
+        .protocol_version()
+        .unwrap_or_else(|e| format!("unknown ({e:#})"));
+    writeln!(
+        out,
+        "policy: {} ({} bytes, protocol {protocol}; compiled in {} ms, instantiated in {} ms)",
+        wasm.display(),
+        module.size(),
+        module.compile_time().as_millis(),
+        instantiate_time.as_millis(),
+    )?;
+
+    let mut totals = Totals::default();
+    for case in &cases {
+        writeln!(out)?;
+        if evaluate_and_print(out, &host, case, &case_root, &mut totals)? {
+            // A trapped instance may be left inconsistent: start the next case afresh.
+            host = module.instantiate()?;
+        }
+    }
+    writeln!(out)?;
+    writeln!(out, "{}", totals.summary())?;
+    Ok(totals.errors == 0 && totals.mismatched == 0)
+}
+
+#[derive(Debug, Default)]
+struct Totals {
+    cases: usize,
+    accepted: usize,
+    rejected: usize,
+    patched: usize,
+    errors: usize,
+    mismatched: usize,
+}
+
+impl Totals {
+    fn summary(&self) -> String {
+        let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+        format!(
+            "{}: {} accepted ({} patched), {} rejected, {}, {}",
+            plural(self.cases, "case"),
+            self.accepted,
+            self.patched,
+            self.rejected,
+            plural(self.errors, "error"),
+            plural(self.mismatched, "mismatch").replace("mismatchs", "mismatches"),
+        )
+    }
+}
+
+/// Prints one case; true when the policy failed (waPC error / trap).
+fn evaluate_and_print(
+    out: &mut dyn Write,
+    host: &PolicyHost,
+    case: &Case,
+    root: &Path,
+    totals: &mut Totals,
+) -> io::Result<bool> {
+    totals.cases += 1;
+    writeln!(out, "== {}", case.name)?;
+    let resolved = match case.resolve(root) {
+        Ok(resolved) => resolved,
+        Err(e) => {
+            totals.errors += 1;
+            writeln!(out, "   ERROR     {e:#}")?;
+            return Ok(false);
+        }
+    };
+    writeln!(
+        out,
+        "   object    {} ({}{})",
+        resolved.object_ref(),
+        case.operation,
+        case.sub_resource
+            .as_deref()
+            .map(|s| format!(", subresource {s}"))
+            .unwrap_or_default()
+    )?;
+    writeln!(out, "   manifest  {}", case.manifest.display())?;
+    writeln!(
+        out,
+        "   settings  {}",
+        case.settings
+            .as_ref()
+            .map_or_else(|| "{} (defaults)".to_owned(), |p| p.display().to_string())
+    )?;
+
+    let outcome = run_case(host, resolved);
+    print_outcome(out, &outcome, totals)?;
+
+    Ok(outcome.evaluation.is_err())
+}
+
+fn print_outcome(
+    out: &mut dyn Write,
+    outcome: &CaseOutcome,
+    totals: &mut Totals,
+) -> io::Result<()> {
+    if let Some(message) = &outcome.settings_error {
+        writeln!(out, "   SETTINGS REJECTED by validate_settings:")?;
+        print_indented(out, message)?;
+    }
+    match &outcome.evaluation {
+        Err(e) => {
+            totals.errors += 1;
+            writeln!(out, "   verdict   ERROR (waPC error / trap)")?;
+            print_indented(out, &format!("{e:#}"))?;
+        }
+        Ok(evaluation) => {
+            let response = &evaluation.response;
+            if response.accepted {
+                totals.accepted += 1;
+            } else {
+                totals.rejected += 1;
+            }
+            if evaluation.patched() {
+                totals.patched += 1;
+            }
+            writeln!(
+                out,
+                "   verdict   {}{}",
+                if response.accepted {
+                    "ACCEPTED"
+                } else {
+                    "REJECTED"
+                },
+                response
+                    .code
+                    .map(|c| format!(" (code {c})"))
+                    .unwrap_or_default()
+            )?;
+            if response.message().is_empty() {
+                writeln!(out, "   message   -")?;
+            } else {
+                writeln!(out, "   message")?;
+                print_indented(out, response.message())?;
+            }
+            if response.warnings().is_empty() {
+                writeln!(out, "   warnings  -")?;
+            } else {
+                writeln!(out, "   warnings")?;
+                for warning in response.warnings() {
+                    writeln!(out, "     - {warning}")?;
+                }
+            }
+            if let Some(annotations) = response
+                .audit_annotations
+                .as_ref()
+                .filter(|a| !a.is_empty())
+            {
+                writeln!(out, "   audit annotations")?;
+                for (key, value) in annotations {
+                    writeln!(out, "     {key}: {value}")?;
+                }
+            }
+            match &evaluation.patch {
+                None => writeln!(out, "   patch     -")?,
+                Some(patch) if patch.0.is_empty() => {
+                    writeln!(
+                        out,
+                        "   patch     [] (mutated_object equals the request object)"
+                    )?;
+                }
+                Some(patch) => {
+                    writeln!(out, "   patch")?;
+                    writeln!(out, "     [")?;
+                    let count = patch.0.len();
+                    for (i, op) in patch.0.iter().enumerate() {
+                        let line = serde_json::to_string(op)
+                            .unwrap_or_else(|e| format!("<unprintable operation: {e}>"));
+                        writeln!(out, "       {line}{}", if i + 1 < count { "," } else { "" })?;
+                    }
+                    writeln!(out, "     ]")?;
+                }
+            }
+        }
+    }
+    if outcome.mismatches.is_empty() {
+        if outcome.resolved.case.expect.is_some() {
+            writeln!(out, "   expect    ok")?;
+        }
+    } else {
+        totals.mismatched += 1;
+        writeln!(out, "   expect    MISMATCH")?;
+        for mismatch in &outcome.mismatches {
+            writeln!(out, "     - {mismatch}")?;
+        }
+    }
+    Ok(())
+}
+
+fn print_indented(out: &mut dyn Write, text: &str) -> io::Result<()> {
+    for line in text.lines() {
+        writeln!(out, "     {line}")?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Parsed> {
+        parse_args(args.iter().map(|s| (*s).to_owned()))
+    }
+
+    #[test]
+    fn parses_flags() {
+        let Ok(Parsed::Run(args)) = parse(&[
+            "--wasm=x.wasm",
+            "--manifest",
+            "m.yaml",
+            "--operation",
+            "update",
+        ]) else {
+            unreachable!()
+        };
+        assert_eq!(args.wasm, Some(PathBuf::from("x.wasm")));
+        assert_eq!(args.operation.as_deref(), Some("UPDATE"));
+        assert!(parse(&["--settings", "s.yaml"]).is_err());
+        assert!(parse(&["--bogus"]).is_err());
+        assert!(parse(&["--cases"]).is_err());
+        assert!(matches!(parse(&["-h"]), Ok(Parsed::Help)));
+    }
+}

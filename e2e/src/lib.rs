@@ -1,0 +1,52 @@
+//! Host side of os-placement's end-to-end checks: loads the policy `.wasm` in
+//! wasmtime through waPC exactly as Kubewarden's policy-server does, builds
+//! realistic AdmissionRequests, and runs the example cases.
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::indexing_slicing))]
+
+pub mod cases;
+pub mod corpus;
+pub mod host;
+pub mod request;
+
+use std::path::{Path, PathBuf};
+
+pub use cases::{load_cases, read_yaml, run_case, Case, CaseOutcome, Expect, ResolvedCase};
+pub use host::{
+    Evaluation, PolicyHost, PolicyModule, SettingsValidationResponse, ValidationResponse,
+};
+pub use request::admission_request;
+
+/// Where `make build` puts the policy module, relative to the repository root.
+pub const DEFAULT_WASM: &str = "target/wasm32-wasip1/release/os_placement_policy.wasm";
+
+/// The example case list, relative to the repository root.
+pub const DEFAULT_CASES: &str = "examples/cases.yaml";
+
+/// The repository root (parent of the e2e crate).
+pub fn repo_root() -> PathBuf {
+    let e2e = Path::new(env!("CARGO_MANIFEST_DIR"));
+    e2e.parent().unwrap_or(e2e).to_path_buf()
+}
+
+/// The policy module: `$OS_PLACEMENT_WASM`, else [`DEFAULT_WASM`] under the repository root.
+pub fn wasm_path() -> PathBuf {
+    match std::env::var_os("OS_PLACEMENT_WASM") {
+        Some(path) if !path.is_empty() => PathBuf::from(path),
+        _ => repo_root().join(DEFAULT_WASM),
+    }
+}
+
+/// The corpus of real manifests: `$OS_PLACEMENT_CORPUS`, else `../shared/corpus`
+/// from the repository root.
+pub fn corpus_dir() -> PathBuf {
+    match std::env::var_os("OS_PLACEMENT_CORPUS") {
+        Some(path) if !path.is_empty() => PathBuf::from(path),
+        _ => repo_root().join("../shared/corpus"),
+    }
+}

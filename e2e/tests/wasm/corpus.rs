@@ -1,0 +1,167 @@
+//! The 54 real manifests of the corpus (`../shared/corpus`, or
+//! `$OS_PLACEMENT_CORPUS`) through the wasm with settings `{}`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use os_placement_e2e::corpus::{
+    load_sources, malformed_message_lines, placement_problem, pod_spec,
+};
+use os_placement_e2e::{admission_request, corpus_dir, read_yaml, Evaluation};
+use serde_json::{json, Value};
+
+use crate::host;
+
+const CORPUS_SIZE: usize = 54;
+
+struct Entry {
+    file: String,
+    os: String,
+    object: Value,
+}
+
+fn corpus() -> Vec<Entry> {
+    let dir = corpus_dir();
+    assert!(
+        dir.join("SOURCES.md").is_file(),
+        "corpus not found at {} (set OS_PLACEMENT_CORPUS)",
+        dir.display()
+    );
+    let sources = load_sources(&dir).unwrap_or_else(|e| panic!("{e:#}"));
+    sources
+        .into_iter()
+        .map(|(file, os)| {
+            let object = read_yaml(&dir.join(&file)).unwrap_or_else(|e| panic!("{e:#}"));
+            Entry { file, os, object }
+        })
+        .collect()
+}
+
+fn evaluate(object: &Value) -> anyhow::Result<Evaluation> {
+    host().validate(&admission_request(object, "CREATE", None, None), &json!({}))
+}
+
+fn report(failures: &[String]) {
+    assert!(
+        failures.is_empty(),
+        "{} problem(s) in the corpus:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn sources_cover_the_corpus() {
+    let dir = corpus_dir();
+    let sources: BTreeMap<String, String> = load_sources(&dir).unwrap_or_else(|e| panic!("{e:#}"));
+    assert_eq!(sources.len(), CORPUS_SIZE, "{sources:?}");
+    for (file, os) in &sources {
+        assert!(os == "linux" || os == "windows", "{file}: os {os:?}");
+        assert!(dir.join(file).is_file(), "{file} listed but missing");
+    }
+    let on_disk: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    for path in on_disk {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            sources.contains_key(&name),
+            "{name} not listed in SOURCES.md"
+        );
+    }
+}
+
+/// Never a trap; accepted means placed on the documented OS; rejected means
+/// a message whose every line is `<path>: <what>; <fix>`.
+#[test]
+fn corpus_is_placed_or_rejected_cleanly() {
+    let mut failures = Vec::new();
+    for entry in corpus() {
+        let file = &entry.file;
+        match evaluate(&entry.object) {
+            Err(e) => failures.push(format!("{file}: policy failed (waPC error/trap): {e:#}")),
+            Ok(evaluation) if evaluation.response.accepted => {
+                let placed = evaluation.resulting_object(&entry.object);
+                if let Some(problem) = placement_problem(placed, &entry.os) {
+                    failures.push(format!("{file} ({}): accepted but {problem}", entry.os));
+                }
+            }
+            Ok(evaluation) => {
+                for line in malformed_message_lines(evaluation.response.message()) {
+                    failures.push(format!(
+                        "{file}: rejection line {line:?} is not `<path>: <what>; <fix>`"
+                    ));
+                }
+            }
+        }
+    }
+    report(&failures);
+}
+
+/// The mutated object, sent again, is accepted without a patch.
+#[test]
+fn corpus_mutation_is_idempotent() {
+    let mut failures = Vec::new();
+    for entry in corpus() {
+        let file = &entry.file;
+        let Ok(first) = evaluate(&entry.object) else {
+            continue;
+        };
+        if !first.response.accepted {
+            continue;
+        }
+        let again = first.resulting_object(&entry.object).clone();
+        match evaluate(&again) {
+            Err(e) => failures.push(format!("{file}: second pass failed: {e:#}")),
+            Ok(second) if !second.response.accepted => failures.push(format!(
+                "{file}: mutated object rejected: {}",
+                second.response.message()
+            )),
+            Ok(second) if second.patched() => failures.push(format!(
+                "{file}: mutated object patched again: {}",
+                serde_json::to_string(&second.patch).unwrap_or_default()
+            )),
+            Ok(_) => {}
+        }
+    }
+    report(&failures);
+}
+
+/// Patches only add placement fields of the pod spec: nodeSelector,
+/// tolerations, os, runtimeClassName; nothing is removed or replaced.
+#[test]
+fn corpus_patches_are_confined_to_placement_fields() {
+    const FIELDS: [&str; 4] = ["nodeSelector", "tolerations", "os", "runtimeClassName"];
+    let mut failures = Vec::new();
+    for entry in corpus() {
+        let file = &entry.file;
+        let Ok(evaluation) = evaluate(&entry.object) else {
+            continue;
+        };
+        let Some(patch) = evaluation.patch.filter(|p| !p.0.is_empty()) else {
+            continue;
+        };
+        let spec_pointer = match entry.object.get("kind").and_then(Value::as_str) {
+            Some("Pod") => "/spec",
+            Some("CronJob") => "/spec/jobTemplate/spec/template/spec",
+            _ => "/spec/template/spec",
+        };
+        assert!(pod_spec(&entry.object).is_some(), "{file}: no pod spec");
+        for op in serde_json::to_value(&patch).unwrap().as_array().unwrap() {
+            let kind = op["op"].as_str().unwrap_or_default();
+            let path = op["path"].as_str().unwrap_or_default();
+            let field = path
+                .strip_prefix(spec_pointer)
+                .and_then(|rest| rest.strip_prefix('/'))
+                .and_then(|rest| rest.split('/').next());
+            if kind != "add" || !field.is_some_and(|f| FIELDS.contains(&f)) {
+                failures.push(format!(
+                    "{file}: patch operation outside placement fields: {op}"
+                ));
+            }
+        }
+    }
+    report(&failures);
+}
