@@ -4,6 +4,7 @@
 #   make build   the policy module, target/wasm32-wasip1/release/os_placement_policy.wasm
 #   make run     build, then evaluate every example (examples/cases.yaml) through the .wasm
 #   make test    fmt, clippy, core unit tests, build, tests through the .wasm in wasmtime
+#   make bench   module size, and corpus evaluation time through the .wasm vs the native core
 
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -22,7 +23,7 @@ APT_PACKAGES ?=
 # in the dev/test profile, and `run` reuses what `test` built.
 unexport CARGO_TARGET_DIR
 
-.PHONY: deps build run test
+.PHONY: deps build run test bench
 
 deps:
 	@command -v rustup >/dev/null || { echo "rustup not found: install it from https://rustup.rs" >&2; exit 1; }
@@ -52,3 +53,7 @@ test: deps
 	$(CARGO) build -p os-placement-policy --target $(WASM_TARGET) --release
 	@echo "$(WASM): $$(wc -c < $(WASM)) bytes"
 	OS_PLACEMENT_WASM="$(CURDIR)/$(WASM)" $(CARGO) test -p os-placement-e2e
+
+# Release host: native timings in a debug build mean nothing.
+bench: build
+	$(CARGO) run --release -p os-placement-e2e --bin os-placement-bench -- --wasm $(WASM)

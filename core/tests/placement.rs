@@ -1056,5 +1056,8 @@ fn linux_pod_selecting_only_the_beta_label_also_gets_the_ga_label() {
     assert_eq!(warning_codes(&d), vec!["deprecated-label"]);
     let out = result_object(&object, &d);
     assert_eq!(out["spec"]["nodeSelector"]["kubernetes.io/os"], "linux");
-    assert_eq!(out["spec"]["nodeSelector"]["beta.kubernetes.io/os"], "linux");
+    assert_eq!(
+        out["spec"]["nodeSelector"]["beta.kubernetes.io/os"],
+        "linux"
+    );
 }

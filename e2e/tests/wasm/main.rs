@@ -7,6 +7,7 @@
 
 mod corpus;
 mod examples;
+mod packaging;
 mod protocol;
 
 use std::sync::OnceLock;
