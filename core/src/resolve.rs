@@ -119,8 +119,8 @@ pub fn resolve(pod: &PodView<'_>, settings: &Settings) -> Resolution {
             warnings.push(Diagnostic::new(
                 Code::DeprecatedLabel,
                 path.display(),
-                format!("{BETA_OS_LABEL} is deprecated"),
-                format!("select {OS_LABEL}: {value} instead"),
+                format!("{BETA_OS_LABEL} is deprecated and nodes may stop carrying it"),
+                format!("select {OS_LABEL}: {value} instead (with mutate, the policy adds it)"),
             ));
         }
         let reason = placement
