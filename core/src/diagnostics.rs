@@ -27,6 +27,8 @@ pub enum Code {
     MissingBuildPin,
     /// The Linux pod can land on Windows nodes.
     LinuxPodUnconfined,
+    /// `preferRuntimeClass` found no declared RuntimeClass to use.
+    NoMatchingRuntimeClass,
     /// `spec.os.name` is missing while `setPodOS` asks for it.
     MissingPodOs,
     /// A field the API forbids for pods of this OS.
@@ -55,6 +57,7 @@ impl Code {
             Code::MissingWindowsToleration => "missing-windows-toleration",
             Code::MissingBuildPin => "missing-build-pin",
             Code::LinuxPodUnconfined => "linux-pod-unconfined",
+            Code::NoMatchingRuntimeClass => "no-matching-runtime-class",
             Code::MissingPodOs => "missing-pod-os",
             Code::ForbiddenField => "forbidden-field",
             Code::HostProcess => "host-process",

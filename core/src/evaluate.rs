@@ -205,8 +205,8 @@ fn locate_pod_spec(object: &Value, kind: Kind) -> Result<(&Value, FieldPath), Di
                 return Err(Diagnostic::new(
                     Code::MalformedObject,
                     path.display(),
-                    "is missing",
-                    "a pod template is required for the policy to place the pod",
+                    "is missing, so there is no pod spec to place",
+                    format!("add {path} as the Kubernetes API requires for a {kind:?}"),
                 ))
             }
         };
@@ -254,18 +254,16 @@ fn check_new_ephemeral_containers(
         if !pod_placement.intersect(&signal.placement).is_empty() {
             continue;
         }
-        let named = existing.iter().find_map(|e| pair_conflict(e, signal));
-        let mut d = named.unwrap_or_else(|| {
-            Diagnostic::new(
-                Code::EphemeralContainerMismatch,
-                &signal.path,
-                format!(
+        let mut d = existing
+            .iter()
+            .find_map(|e| pair_conflict(e, signal))
+            .unwrap_or_else(|| {
+                let message = format!(
                     "needs {}, but the pod runs on {pod_placement}",
                     signal.placement
-                ),
-                "",
-            )
-        });
+                );
+                Diagnostic::new(Code::EphemeralContainerMismatch, &signal.path, message, "")
+            });
         d.code = Code::EphemeralContainerMismatch;
         d.fix = format!(
             "the pod's node is fixed: use an ephemeral container image for {pod_placement}"

@@ -1,5 +1,7 @@
 //! What node labels say about a node's OS and Windows build.
 
+use std::collections::BTreeMap;
+
 use crate::build::WindowsBuild;
 use crate::constraint::{Builds, Os, Placement};
 
@@ -42,6 +44,14 @@ pub fn nodes_with(key: &str, value: &str) -> Option<Placement> {
         }),
         _ => None,
     }
+}
+
+/// The nodes a whole nodeSelector admits, as far as placement labels go.
+pub fn selector_placement(selector: &BTreeMap<String, String>) -> Placement {
+    selector
+        .iter()
+        .filter_map(|(k, v)| nodes_with(k, v))
+        .fold(Placement::anywhere(), |acc, p| acc.intersect(&p))
 }
 
 /// The nodes that carry the label key at all.

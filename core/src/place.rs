@@ -7,7 +7,7 @@ use serde_json::{json, Map, Value};
 
 use crate::constraint::{Builds, Os};
 use crate::diagnostics::{Code, Diagnostic};
-use crate::labels::{nodes_with, OS_LABEL, WINDOWS_BUILD_LABEL};
+use crate::labels::{selector_placement, OS_LABEL, WINDOWS_BUILD_LABEL};
 use crate::patch::{pointer_child, AddOp};
 use crate::resolve::{Resolution, Signal};
 use crate::settings::{DefaultOs, RuntimeClass, Settings, Taint};
@@ -102,10 +102,10 @@ pub fn plan(
         }
         None if settings.prefer_runtime_class && pod.runtime_class_name.is_none() => {
             plan.warnings.push(Diagnostic::new(
-                Code::MissingOsSelector,
+                Code::NoMatchingRuntimeClass,
                 pod.field("runtimeClassName").display(),
-                format!("no RuntimeClass in the settings provides the placement this {os} pod needs, so nodeSelector and tolerations were added instead"),
-                "declare a matching RuntimeClass in the policy settings",
+                format!("no RuntimeClass in the policy settings provides what this {os} pod lacks, so the nodeSelector entries and toleration were added directly"),
+                format!("declare a RuntimeClass whose scheduling selects kubernetes.io/os: {} (with the build and Windows toleration the pod needs) in runtimeClasses", os.label()),
             ));
         }
         None => {}
@@ -170,8 +170,8 @@ fn windows_missing(
     }
     let pins = settings.pin_windows_build && !resolution.host_process;
     let node_builds = resolution.node_placement().windows.unwrap_or(Builds::Any);
-    match resolution.image_build {
-        Some(build) if pins && !node_builds.is_within(&resolution.image_builds) => {
+    match resolution.image_build() {
+        Some(build) if pins && !node_builds.is_within(&resolution.image_builds()) => {
             missing.push(Missing::Selector {
                 key: WINDOWS_BUILD_LABEL,
                 value: build.to_string(),
@@ -239,10 +239,7 @@ fn choose_runtime_class<'s>(
 ) -> Option<&'s RuntimeClass> {
     settings.runtime_classes.iter().find(|rc| {
         let sel = &rc.scheduling.node_selector;
-        let placement = sel
-            .iter()
-            .filter_map(|(k, v)| nodes_with(k, v))
-            .fold(resolution.placement.clone(), |acc, p| acc.intersect(&p));
+        let placement = resolution.placement.intersect(&selector_placement(sel));
         let agrees = placement.os() == Some(os)
             && sel
                 .iter()

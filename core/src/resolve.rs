@@ -3,10 +3,11 @@
 
 use crate::affinity;
 use crate::build::WindowsBuild;
-use crate::constraint::{Builds, Placement};
+use crate::constraint::{Builds, Os, Placement};
 use crate::diagnostics::{Code, Diagnostic};
 use crate::image::{classify, ImageOs};
-use crate::labels::{is_placement_label, nodes_with, BETA_OS_LABEL, OS_LABEL};
+use crate::kinds::FieldPath;
+use crate::labels::{is_placement_label, nodes_with, selector_placement, BETA_OS_LABEL, OS_LABEL};
 use crate::settings::Settings;
 use crate::spec::{host_process, PodView};
 
@@ -49,6 +50,27 @@ pub struct Signal {
 }
 
 impl Signal {
+    fn new(source: Source, path: &FieldPath, value: String, placement: Placement) -> Signal {
+        Signal {
+            source,
+            path: path.display().to_string(),
+            value,
+            reason: None,
+            placement,
+            container: None,
+        }
+    }
+
+    fn because(mut self, reason: Option<String>) -> Signal {
+        self.reason = reason;
+        self
+    }
+
+    fn of_container(mut self, index: Option<usize>) -> Signal {
+        self.container = index;
+        self
+    }
+
     fn describe(&self) -> String {
         match &self.reason {
             Some(reason) => format!("{} ({reason})", self.value),
@@ -63,10 +85,6 @@ pub struct Resolution {
     /// Where the pod may land given all signals.
     pub placement: Placement,
     pub host_process: bool,
-    /// The build to pin the pod's Windows images to (never for HostProcess pods).
-    pub image_build: Option<WindowsBuild>,
-    /// Node builds that run all of the pod's Windows images.
-    pub image_builds: Builds,
     /// Windows images whose reference names no build: (path, image).
     pub images_without_build: Vec<(String, String)>,
     pub conflicts: Vec<Diagnostic>,
@@ -74,34 +92,89 @@ pub struct Resolution {
 }
 
 impl Resolution {
-    /// Where the pod's node-selecting fields alone let it land.
-    pub fn node_placement(&self) -> Placement {
+    fn placement_of(&self, keep: impl Fn(&Signal) -> bool) -> Placement {
         self.signals
             .iter()
-            .filter(|s| s.source.selects_nodes())
+            .filter(|s| keep(s))
             .fold(Placement::anywhere(), |acc, s| acc.intersect(&s.placement))
+    }
+
+    /// Where the pod's node-selecting fields alone let it land.
+    pub fn node_placement(&self) -> Placement {
+        self.placement_of(|s| s.source.selects_nodes())
+    }
+
+    /// Node builds that run all of the pod's Windows images.
+    pub fn image_builds(&self) -> Builds {
+        self.placement_of(|s| s.source == Source::Image && s.placement.allows_windows())
+            .windows
+            .unwrap_or(Builds::Any)
+    }
+
+    /// The build to pin to: the oldest build every image runs on, which is
+    /// the images' own build. None for HostProcess pods and unknown builds.
+    pub fn image_build(&self) -> Option<WindowsBuild> {
+        match self.image_builds() {
+            Builds::Only(set) => set.iter().next().copied(),
+            _ => None,
+        }
     }
 }
 
 /// Reads every signal of the pod.
 pub fn resolve(pod: &PodView<'_>, settings: &Settings) -> Resolution {
-    let mut signals = Vec::new();
-    let mut conflicts = Vec::new();
-    let mut warnings = Vec::new();
-    let is_host_process = pod.is_host_process();
+    let mut found = Found::default();
+    found.pod_os(pod);
+    found.node_selector(pod);
+    found.affinity(pod);
+    found.runtime_class(pod, settings);
+    found.windows_options(pod);
+    found.images(pod, settings);
+    let mut conflicts = found.conflicts;
+    conflicts.extend(find_conflicts(&found.signals));
+    let placement = found
+        .signals
+        .iter()
+        .fold(Placement::anywhere(), |acc, s| acc.intersect(&s.placement));
+    Resolution {
+        signals: found.signals,
+        placement,
+        host_process: pod.is_host_process(),
+        images_without_build: found.images_without_build,
+        conflicts,
+        warnings: found.warnings,
+    }
+}
 
-    if let Some(name) = pod.os_name {
+/// What the readers below collect, field by field.
+#[derive(Default)]
+struct Found {
+    signals: Vec<Signal>,
+    conflicts: Vec<Diagnostic>,
+    warnings: Vec<Diagnostic>,
+    images_without_build: Vec<(String, String)>,
+}
+
+impl Found {
+    fn push(&mut self, signal: Signal) {
+        self.signals.push(signal);
+    }
+
+    fn pod_os(&mut self, pod: &PodView<'_>) {
+        let Some(name) = pod.os_name else {
+            return;
+        };
         let path = pod.field("os").field("name");
-        match crate::constraint::Os::from_label(name) {
-            Some(os) => signals.push(Signal {
-                source: Source::PodOs,
-                path: path.display().to_string(),
-                value: format!("{name:?}"),
-                reason: None,
-                placement: os.placement(),
-                container: None,
-            }),
-            None => conflicts.push(Diagnostic::new(
+        match Os::from_label(name) {
+            Some(os) => {
+                self.push(Signal::new(
+                    Source::PodOs,
+                    &path,
+                    format!("{name:?}"),
+                    os.placement(),
+                ));
+            }
+            None => self.conflicts.push(Diagnostic::new(
                 Code::InvalidValue,
                 path.display(),
                 format!("{name:?} is not an OS name"),
@@ -110,65 +183,60 @@ pub fn resolve(pod: &PodView<'_>, settings: &Settings) -> Resolution {
         }
     }
 
-    for (key, value) in &pod.node_selector {
-        let Some(placement) = nodes_with(key, value) else {
-            continue;
-        };
-        let path = pod.field("nodeSelector").key(key);
-        if key == BETA_OS_LABEL {
-            warnings.push(Diagnostic::new(
-                Code::DeprecatedLabel,
-                path.display(),
-                format!("{BETA_OS_LABEL} is deprecated and nodes may stop carrying it"),
-                format!("select {OS_LABEL}: {value} instead (with mutate, the policy adds it)"),
-            ));
+    fn node_selector(&mut self, pod: &PodView<'_>) {
+        for (key, value) in &pod.node_selector {
+            let Some(placement) = nodes_with(key, value) else {
+                continue;
+            };
+            let path = pod.field("nodeSelector").key(key);
+            let source = if key == BETA_OS_LABEL {
+                self.warnings.push(Diagnostic::new(
+                    Code::DeprecatedLabel,
+                    path.display(),
+                    format!("{BETA_OS_LABEL} is deprecated and nodes may stop carrying it"),
+                    format!("select {OS_LABEL}: {value} instead (with mutate, the policy adds it)"),
+                ));
+                Source::DeprecatedOsSelector
+            } else {
+                Source::NodeSelector
+            };
+            let reason = placement
+                .is_empty()
+                .then(|| "no node carries this label value".to_string());
+            self.push(Signal::new(source, &path, format!("{value:?}"), placement).because(reason));
         }
+    }
+
+    fn affinity(&mut self, pod: &PodView<'_>) {
+        let Some(required) = &pod.required_affinity else {
+            return;
+        };
+        let placement = affinity::placement(required);
+        if placement == Placement::anywhere() {
+            return;
+        }
+        let path = pod
+            .field("affinity")
+            .field("nodeAffinity")
+            .field("requiredDuringSchedulingIgnoredDuringExecution");
         let reason = placement
             .is_empty()
-            .then(|| "no node carries this label value".to_string());
-        let source = match key.as_str() {
-            BETA_OS_LABEL => Source::DeprecatedOsSelector,
-            _ => Source::NodeSelector,
+            .then(|| "no node satisfies these terms".to_string());
+        let value = affinity::describe(required);
+        self.push(Signal::new(Source::Affinity, &path, value, placement).because(reason));
+    }
+
+    /// A RuntimeClass from the settings, merged as the admission plugin would.
+    fn runtime_class(&mut self, pod: &PodView<'_>, settings: &Settings) {
+        let Some(rc) = pod
+            .runtime_class_name
+            .and_then(|name| settings.runtime_class(name))
+        else {
+            return;
         };
-        signals.push(Signal {
-            source,
-            path: path.display().to_string(),
-            value: format!("{value:?}"),
-            reason,
-            placement,
-            container: None,
-        });
-    }
-
-    if let Some(required) = &pod.required_affinity {
-        let placement = affinity::placement(required);
-        if placement != Placement::anywhere() {
-            signals.push(Signal {
-                source: Source::Affinity,
-                path: pod
-                    .field("affinity")
-                    .field("nodeAffinity")
-                    .field("requiredDuringSchedulingIgnoredDuringExecution")
-                    .display()
-                    .to_string(),
-                value: affinity::describe(required),
-                reason: placement
-                    .is_empty()
-                    .then(|| "no node satisfies these terms".to_string()),
-                placement,
-                container: None,
-            });
-        }
-    }
-
-    if let Some(rc) = pod
-        .runtime_class_name
-        .and_then(|name| settings.runtime_class(name))
-    {
-        let path = pod.field("runtimeClassName");
         for (key, value) in &rc.scheduling.node_selector {
             if let Some(own) = pod.node_selector.get(key).filter(|own| *own != value) {
-                conflicts.push(Diagnostic::new(
+                self.conflicts.push(Diagnostic::new(
                     Code::RuntimeClassConflict,
                     pod.field("nodeSelector").key(key).display(),
                     format!(
@@ -179,121 +247,90 @@ pub fn resolve(pod: &PodView<'_>, settings: &Settings) -> Resolution {
                 ));
             }
         }
-        let placement = rc
+        let placement = selector_placement(&rc.scheduling.node_selector);
+        if placement == Placement::anywhere() {
+            return;
+        }
+        let selects: Vec<String> = rc
             .scheduling
             .node_selector
             .iter()
-            .filter_map(|(k, v)| nodes_with(k, v))
-            .fold(Placement::anywhere(), |acc, p| acc.intersect(&p));
-        if placement != Placement::anywhere() {
-            let selects: Vec<String> = rc
-                .scheduling
-                .node_selector
-                .iter()
-                .filter(|(k, _)| is_placement_label(k))
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect();
-            signals.push(Signal {
-                source: Source::RuntimeClass,
-                path: path.display().to_string(),
-                value: format!("{:?}", rc.name),
-                reason: Some(format!("RuntimeClass selects {}", selects.join(", "))),
+            .filter(|(k, _)| is_placement_label(k))
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let path = pod.field("runtimeClassName");
+        let reason = format!("RuntimeClass selects {}", selects.join(", "));
+        self.push(
+            Signal::new(
+                Source::RuntimeClass,
+                &path,
+                format!("{:?}", rc.name),
                 placement,
-                container: None,
-            });
-        }
+            )
+            .because(Some(reason)),
+        );
     }
 
-    if pod.windows_options.is_some() {
-        signals.push(windows_options_signal(
-            pod.field("securityContext")
-                .field("windowsOptions")
-                .display(),
-            host_process(&pod.windows_options) == Some(true),
-        ));
-    }
-    let mut image_builds = Builds::Any;
-    let mut images_without_build = Vec::new();
-    for (index, container) in pod.containers.iter().enumerate() {
-        if container.windows_options.is_some() {
-            let mut signal = windows_options_signal(
-                container
-                    .path
-                    .field("securityContext")
-                    .field("windowsOptions")
-                    .display(),
-                host_process(&container.windows_options) == Some(true),
-            );
-            signal.container = Some(index);
-            signals.push(signal);
-        }
-        let Some(image) = container.image else {
-            continue;
-        };
-        let path = container.path.field("image").display().to_string();
-        let (placement, reason) = match classify(image, &settings.windows_images) {
-            ImageOs::Unknown => continue,
-            ImageOs::Linux { reason } => (Placement::linux(), format!("Linux image: {reason}")),
-            ImageOs::Windows { build, reason } => {
-                // HostProcess containers run on the host: any build will do.
-                let builds = match build {
-                    Some(b) if !is_host_process => {
-                        image_builds = image_builds.intersect(&Builds::compatible_hosts(b));
-                        Builds::compatible_hosts(b)
-                    }
-                    Some(_) => Builds::Any,
-                    None => {
-                        images_without_build.push((path.clone(), image.to_string()));
-                        Builds::Any
-                    }
-                };
-                let os_reason = format!("Windows image: {reason}");
-                (Placement::windows(builds), os_reason)
+    fn windows_options(&mut self, pod: &PodView<'_>) {
+        let pod_level = (None, pod.path.clone(), &pod.windows_options);
+        let containers = pod
+            .containers
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (Some(i), c.path.clone(), &c.windows_options));
+        for (container, base, options) in std::iter::once(pod_level).chain(containers) {
+            if options.is_none() {
+                continue;
             }
-        };
-        signals.push(Signal {
-            source: Source::Image,
-            path,
-            value: format!("{image:?}"),
-            reason: Some(reason),
-            placement,
-            container: Some(index),
-        });
+            let path = base.field("securityContext").field("windowsOptions");
+            let value = match host_process(options) {
+                Some(true) => "hostProcess: true",
+                _ => "set",
+            };
+            let windows = Placement::windows(Builds::Any);
+            self.push(
+                Signal::new(Source::WindowsOptions, &path, value.to_string(), windows)
+                    .because(Some(
+                        "windowsOptions apply only to Windows pods".to_string(),
+                    ))
+                    .of_container(container),
+            );
+        }
     }
 
-    conflicts.extend(find_conflicts(&signals));
-    // The pin is the oldest build every image runs on: the images' own build.
-    let image_build = match &image_builds {
-        Builds::Only(set) => set.iter().next().copied(),
-        _ => None,
-    };
-    let placement = signals
-        .iter()
-        .fold(Placement::anywhere(), |acc, s| acc.intersect(&s.placement));
-    Resolution {
-        signals,
-        placement,
-        host_process: is_host_process,
-        image_build,
-        image_builds,
-        images_without_build,
-        conflicts,
-        warnings,
-    }
-}
-
-fn windows_options_signal(path: &str, host_process: bool) -> Signal {
-    Signal {
-        source: Source::WindowsOptions,
-        path: path.to_string(),
-        value: if host_process {
-            "hostProcess: true".to_string()
-        } else {
-            "set".to_string()
-        },
-        reason: Some("windowsOptions apply only to Windows pods".to_string()),
-        placement: Placement::windows(Builds::Any),
-        container: None,
+    fn images(&mut self, pod: &PodView<'_>, settings: &Settings) {
+        let host_process = pod.is_host_process();
+        for (index, container) in pod.containers.iter().enumerate() {
+            let Some(image) = container.image else {
+                continue;
+            };
+            let path = container.path.field("image");
+            let (placement, reason) = match classify(image, &settings.windows_images) {
+                ImageOs::Unknown => continue,
+                ImageOs::Linux { reason } => (Placement::linux(), format!("Linux image: {reason}")),
+                ImageOs::Windows { build, reason } => {
+                    // HostProcess containers run on the host: any build will do.
+                    let builds = match build {
+                        Some(b) if !host_process => Builds::compatible_hosts(b),
+                        Some(_) => Builds::Any,
+                        None => {
+                            self.images_without_build
+                                .push((path.display().to_string(), image.to_string()));
+                            Builds::Any
+                        }
+                    };
+                    (
+                        Placement::windows(builds),
+                        format!("Windows image: {reason}"),
+                    )
+                }
+            };
+            self.push(
+                Signal::new(Source::Image, &path, format!("{image:?}"), placement)
+                    .because(Some(reason))
+                    .of_container(Some(index)),
+            );
+        }
     }
 }
 
@@ -301,11 +338,15 @@ fn windows_options_signal(path: &str, host_process: bool) -> Signal {
 pub fn find_conflicts(signals: &[Signal]) -> Vec<Diagnostic> {
     let mut found = Vec::new();
     for signal in signals.iter().filter(|s| s.placement.is_empty()) {
+        let fix = match signal.source {
+            Source::Affinity => "let at least one nodeSelectorTerm admit linux or windows nodes (kubernetes.io/os values are lower case)",
+            _ => "use a value nodes carry: kubernetes.io/os is linux or windows, node.kubernetes.io/windows-build is 10.0.N (e.g. 10.0.20348)",
+        };
         found.push(Diagnostic::new(
             Code::Unschedulable,
             &signal.path,
             format!("{} admits no node", signal.describe()),
-            "select linux or windows (lower case) with a build that exists, e.g. 10.0.20348",
+            fix,
         ));
     }
     let usable: Vec<&Signal> = signals.iter().filter(|s| !s.placement.is_empty()).collect();

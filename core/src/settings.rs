@@ -94,7 +94,8 @@ impl fmt::Display for SettingsError {
 
 impl std::error::Error for SettingsError {}
 
-const TOP_LEVEL_KEYS: &[&str] = &[
+/// The top-level setting keys.
+pub const SETTING_KEYS: &[&str] = &[
     "mutate",
     "defaultOS",
     "windowsTaint",
@@ -157,7 +158,7 @@ impl Reader {
                 return settings;
             }
         };
-        self.reject_unknown_keys("", map, TOP_LEVEL_KEYS);
+        self.reject_unknown_keys("", map, SETTING_KEYS);
         if let Some(v) = self.bool(map, "mutate") {
             settings.mutate = v;
         }

@@ -10,6 +10,7 @@
 
 mod common;
 
+use os_placement_core::settings::SETTING_KEYS;
 use os_placement_core::{evaluate, Decision, Review, Settings};
 use serde_json::{json, Map, Value};
 
@@ -658,18 +659,9 @@ fn random_settings_json_never_panics() {
     let mut rng = Rng(11);
     for _ in 0..2000 {
         let mut v = Map::new();
-        for key in [
-            "mutate",
-            "defaultOS",
-            "windowsTaint",
-            "pinWindowsBuild",
-            "setPodOS",
-            "preferRuntimeClass",
-            "runtimeClasses",
-            "windowsImages",
-        ] {
+        for key in SETTING_KEYS {
             if rng.chance(40) {
-                v.insert(key.into(), random_value(&mut rng, 3));
+                v.insert((*key).into(), random_value(&mut rng, 3));
             }
         }
         let _ = Settings::from_value(&Value::Object(v));

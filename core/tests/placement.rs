@@ -424,6 +424,7 @@ fn prefer_runtime_class_falls_back_to_selectors_with_a_warning_when_no_class_fit
         .iter()
         .find(|w| w.path == "spec.runtimeClassName")
         .expect("fallback warning");
+    assert_eq!(w.code.as_str(), "no-matching-runtime-class");
     assert!(w.fix.contains("RuntimeClass"), "{w}");
 }
 

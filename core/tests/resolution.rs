@@ -596,7 +596,7 @@ fn host_process_resolves_to_windows_without_build() {
     let r = resolved(&spec, &Settings::default());
     assert!(r.host_process);
     assert_eq!(r.placement.os(), Some(Os::Windows));
-    assert_eq!(r.image_build, None);
+    assert_eq!(r.image_build(), None);
     assert_eq!(windows_build(&r.placement), None);
 }
 
@@ -616,7 +616,7 @@ fn host_process_pod_with_images_of_two_builds_is_no_conflict() {
 fn container_image_resolves_to_windows_and_its_build() {
     let r = resolved(&spec_with_images(&[WIN2019]), &Settings::default());
     assert_eq!(r.placement.os(), Some(Os::Windows));
-    assert_eq!(r.image_build, Some(WindowsBuild::LTSC2019));
+    assert_eq!(r.image_build(), Some(WindowsBuild::LTSC2019));
     let s = &r.signals[0];
     assert_eq!(s.source, Source::Image);
     assert_eq!(s.path, "spec.containers[0].image");
@@ -627,7 +627,7 @@ fn init_container_image_resolves_to_windows() {
     let spec = json!({"initContainers": [{"name": "init", "image": WIN2022}],
                       "containers": [{"name": "c", "image": NEUTRAL_IMAGE}]});
     let r = resolved(&spec, &Settings::default());
-    assert_eq!(r.image_build, Some(WindowsBuild::LTSC2022));
+    assert_eq!(r.image_build(), Some(WindowsBuild::LTSC2022));
     assert_eq!(r.signals[0].path, "spec.initContainers[0].image");
 }
 
@@ -636,7 +636,7 @@ fn ephemeral_container_image_resolves_to_windows() {
     let spec = json!({"ephemeralContainers": [{"name": "debug", "image": WIN2019}],
                       "containers": [{"name": "c", "image": NEUTRAL_IMAGE}]});
     let r = resolved(&spec, &Settings::default());
-    assert_eq!(r.image_build, Some(WindowsBuild::LTSC2019));
+    assert_eq!(r.image_build(), Some(WindowsBuild::LTSC2019));
     assert_eq!(r.signals[0].path, "spec.ephemeralContainers[0].image");
 }
 
@@ -670,7 +670,7 @@ fn release_number_outside_windows_repositories_is_no_signal() {
 fn windows_image_without_build_resolves_to_windows_of_any_build() {
     let r = resolved(&spec_with_images(&[WIN_NO_BUILD]), &Settings::default());
     assert_eq!(r.placement.os(), Some(Os::Windows));
-    assert_eq!(r.image_build, None);
+    assert_eq!(r.image_build(), None);
     assert_eq!(r.images_without_build.len(), 1);
 }
 
@@ -679,7 +679,7 @@ fn digest_only_windows_image_gives_windows_without_build() {
     let image = "mcr.microsoft.com/windows/servercore@sha256:0000000000000000000000000000000000000000000000000000000000000000";
     let r = resolved(&spec_with_images(&[image]), &Settings::default());
     assert_eq!(r.placement.os(), Some(Os::Windows));
-    assert_eq!(r.image_build, None);
+    assert_eq!(r.image_build(), None);
 }
 
 #[test]
@@ -689,7 +689,7 @@ fn settings_windows_images_rule_marks_private_images_windows_with_its_build() {
     );
     let r = resolved(&spec_with_images(&["registry.example.com/win/app:1.0"]), &s);
     assert_eq!(r.placement.os(), Some(Os::Windows));
-    assert_eq!(r.image_build, Some(WindowsBuild::LTSC2019));
+    assert_eq!(r.image_build(), Some(WindowsBuild::LTSC2019));
     let object = pod_with_images(&["registry.example.com/win/app:1.0"]);
     let d = create(&object, &s);
     assert_eq!(
@@ -718,7 +718,7 @@ fn settings_windows_images_rule_is_checked_before_built_in_conventions() {
         settings(json!({"windowsImages": [{"pattern": "alpine*", "windowsBuild": "10.0.20348"}]}));
     let r = resolved(&spec_with_images(&[LINUX_IMAGE]), &s);
     assert_eq!(r.placement.os(), Some(Os::Windows));
-    assert_eq!(r.image_build, Some(WindowsBuild::LTSC2022));
+    assert_eq!(r.image_build(), Some(WindowsBuild::LTSC2022));
 }
 
 // ---- conflicts ----

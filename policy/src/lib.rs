@@ -1,16 +1,5 @@
 //! Kubewarden adapter: waPC entry points over the rule core.
 
-// Reachable from admission input: a panic here is a wasm trap that can
-// block pod creation cluster-wide.
-#![deny(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    clippy::todo,
-    clippy::unimplemented
-)]
-
 use kubewarden_policy_sdk::metadata::ProtocolVersion;
 use kubewarden_policy_sdk::response::ValidationResponse;
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
