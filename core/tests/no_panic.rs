@@ -664,7 +664,15 @@ fn random_settings_json_never_panics() {
                 v.insert((*key).into(), random_value(&mut rng, 3));
             }
         }
-        let _ = Settings::from_value(&Value::Object(v));
-        let _ = Settings::from_json(&random_string(&mut rng));
+        for result in [
+            Settings::from_value(&Value::Object(v)),
+            Settings::from_json(&random_string(&mut rng)),
+        ] {
+            // A rejection always says where and what.
+            if let Err(e) = result {
+                assert!(!e.problems.is_empty());
+                assert!(e.problems.iter().all(|p| p.contains(": ")), "{e}");
+            }
+        }
     }
 }

@@ -56,12 +56,12 @@ fn example_rejections_follow_message_format() {
     let (root, cases) = cases();
     let mut failures = Vec::new();
     for case in &cases {
-        let Ok(resolved) = case.resolve(&root) else {
-            continue;
-        };
-        let Ok(evaluation) = run_case(&host(), resolved).evaluation else {
-            continue;
-        };
+        let resolved = case
+            .resolve(&root)
+            .unwrap_or_else(|e| panic!("{}: {e:#}", case.name));
+        let evaluation = run_case(&host(), resolved)
+            .evaluation
+            .unwrap_or_else(|e| panic!("{}: the policy failed: {e:#}", case.name));
         if !evaluation.response.accepted {
             for line in malformed_message_lines(evaluation.response.message()) {
                 failures.push(format!(
@@ -81,14 +81,14 @@ fn example_mutations_are_idempotent() {
     let (root, cases) = cases();
     let mut failures = Vec::new();
     for case in cases.iter().filter(|c| c.operation != "DELETE") {
-        let Ok(resolved) = case.resolve(&root) else {
-            continue;
-        };
+        let resolved = case
+            .resolve(&root)
+            .unwrap_or_else(|e| panic!("{}: {e:#}", case.name));
         let settings = resolved.settings.clone();
         let old_object = resolved.old_object.clone();
-        let Ok(first) = run_case(&host(), resolved).evaluation else {
-            continue;
-        };
+        let first = run_case(&host(), resolved)
+            .evaluation
+            .unwrap_or_else(|e| panic!("{}: the policy failed: {e:#}", case.name));
         if !first.response.accepted || !first.patched() {
             continue;
         }
