@@ -2,8 +2,12 @@
 
 use std::fmt;
 
+use serde::{Deserialize, Serialize};
+
 /// Stable identifiers for each kind of finding, so tools can match on them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// Serialised as the kebab-case string of [`Code::as_str`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Code {
     /// The object is not a well-formed instance of its kind.
     MalformedObject,
@@ -41,9 +45,12 @@ pub enum Code {
     UnknownBuild,
     /// A deprecated label.
     DeprecatedLabel,
+    /// A policy setting that is missing, of the wrong type or out of range.
+    InvalidSetting,
 }
 
 impl Code {
+    /// The stable identifier, e.g. `os-conflict`.
     pub fn as_str(self) -> &'static str {
         match self {
             Code::MalformedObject => "malformed-object",
@@ -64,6 +71,7 @@ impl Code {
             Code::EphemeralContainerMismatch => "ephemeral-container-mismatch",
             Code::UnknownBuild => "unknown-build",
             Code::DeprecatedLabel => "deprecated-label",
+            Code::InvalidSetting => "invalid-setting",
         }
     }
 }
@@ -74,9 +82,11 @@ impl fmt::Display for Code {
     }
 }
 
-/// One finding: rendered as `<path>: <message>; <fix>`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One finding: rendered as `<path>: <message>; <fix>` (no `; <fix>` when
+/// the message already says what to do).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Diagnostic {
+    /// What kind of finding this is.
     pub code: Code,
     /// Field path relative to the object, e.g. `spec.template.spec.nodeSelector`.
     pub path: String,
@@ -87,6 +97,7 @@ pub struct Diagnostic {
 }
 
 impl Diagnostic {
+    /// A finding at `path`.
     pub fn new(
         code: Code,
         path: impl Into<String>,
@@ -104,7 +115,11 @@ impl Diagnostic {
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}; {}", self.path, self.message, self.fix)
+        write!(f, "{}: {}", self.path, self.message)?;
+        if !self.fix.is_empty() {
+            write!(f, "; {}", self.fix)?;
+        }
+        Ok(())
     }
 }
 

@@ -1,5 +1,9 @@
 //! Top level: an admission review and the settings in, a decision out.
 
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::constraint::Placement;
@@ -7,19 +11,27 @@ use crate::diagnostics::{render, Code, Diagnostic};
 use crate::kinds::{FieldPath, Kind, SUPPORTED_KINDS};
 use crate::patch::{apply, AddOp};
 use crate::place::{plan, RuntimeClassMerge};
+use crate::report::SignalReport;
 use crate::resolve::{pair_conflict, resolve, Resolution};
 use crate::settings::Settings;
 use crate::spec::{malformed, ContainerList, PodView};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The admission operation, as `AdmissionRequest.operation` spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
 pub enum Operation {
+    /// `CREATE`
     Create,
+    /// `UPDATE`
     Update,
+    /// `DELETE`
     Delete,
+    /// `CONNECT`
     Connect,
 }
 
 impl Operation {
+    /// Parses the exact upper-case name; `None` for anything else.
     pub fn parse(s: &str) -> Option<Operation> {
         Some(match s {
             "CREATE" => Operation::Create,
@@ -29,44 +41,89 @@ impl Operation {
             _ => return None,
         })
     }
+
+    /// The name as the API spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::Create => "CREATE",
+            Operation::Update => "UPDATE",
+            Operation::Delete => "DELETE",
+            Operation::Connect => "CONNECT",
+        }
+    }
+}
+
+impl fmt::Display for Operation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Operation {
+    type Err = Diagnostic;
+
+    fn from_str(s: &str) -> Result<Operation, Diagnostic> {
+        Operation::parse(s).ok_or_else(|| {
+            Diagnostic::new(
+                Code::UnsupportedKind,
+                "operation",
+                format!("{s:?} is not an admission operation"),
+                "send CREATE, UPDATE, DELETE or CONNECT",
+            )
+        })
+    }
 }
 
 /// The parts of an admission request the rules look at.
 #[derive(Debug, Clone, Copy)]
 pub struct Review<'a> {
+    /// `kind.kind` of the request, e.g. `Deployment`.
     pub kind: &'a str,
-    pub operation: &'a str,
+    /// What the API server is doing with the object.
+    pub operation: Operation,
+    /// The object under review.
     pub object: &'a Value,
+    /// The object before an UPDATE.
     pub old_object: Option<&'a Value>,
 }
 
 impl<'a> Review<'a> {
-    /// Reads a Kubernetes AdmissionRequest (`kind.kind`, `operation`, `object`, `oldObject`).
-    pub fn from_admission_request(request: &'a Value) -> Review<'a> {
-        Review {
+    /// Reads a Kubernetes AdmissionRequest (`kind.kind`, `operation`,
+    /// `object`, `oldObject`); an unknown operation is an error naming it.
+    pub fn from_admission_request(request: &'a Value) -> Result<Review<'a>, Diagnostic> {
+        let operation = request
+            .get("operation")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .parse()?;
+        Ok(Review {
             kind: request
                 .pointer("/kind/kind")
                 .and_then(Value::as_str)
                 .unwrap_or(""),
-            operation: request
-                .get("operation")
-                .and_then(Value::as_str)
-                .unwrap_or(""),
+            operation,
             object: request.get("object").unwrap_or(&Value::Null),
             old_object: request.get("oldObject").filter(|v| !v.is_null()),
-        }
+        })
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
+/// What the policy says about one object.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Decision {
+    /// Whether the object is admitted (possibly with the patch).
     pub accepted: bool,
+    /// Why it is rejected; empty when accepted.
     pub violations: Vec<Diagnostic>,
+    /// Findings that do not block admission.
     pub warnings: Vec<Diagnostic>,
-    /// The `add` operations applied to the object; empty when unchanged.
+    /// The RFC 6902 `add` operations applied to the object; empty when unchanged.
     pub patch: Vec<AddOp>,
     /// The object with the patch applied; `None` when unchanged.
     pub mutated_object: Option<Value>,
+    /// The fields that said which OS and build the pod needs, as read.
+    pub signals: Vec<SignalReport>,
 }
 
 impl Decision {
@@ -77,17 +134,29 @@ impl Decision {
             warnings,
             patch: Vec::new(),
             mutated_object: None,
+            signals: Vec::new(),
         }
     }
 
-    fn reject(violations: Vec<Diagnostic>, warnings: Vec<Diagnostic>) -> Decision {
+    /// A rejection with these violations and warnings.
+    pub fn reject(violations: Vec<Diagnostic>, warnings: Vec<Diagnostic>) -> Decision {
         Decision {
             accepted: false,
             violations,
             warnings,
             patch: Vec::new(),
             mutated_object: None,
+            signals: Vec::new(),
         }
+    }
+
+    fn with_signals(mut self, resolution: &Resolution, pod: &PodView<'_>) -> Decision {
+        self.signals = resolution
+            .signals
+            .iter()
+            .map(|s| SignalReport::new(s, pod))
+            .collect();
+        self
     }
 
     /// The rejection message: one line per violation.
@@ -101,22 +170,20 @@ impl Decision {
     }
 }
 
+/// Evaluates a raw Kubernetes AdmissionRequest.
+pub fn evaluate_request(request: &Value, settings: &Settings) -> Decision {
+    match Review::from_admission_request(request) {
+        Ok(review) => evaluate(&review, settings),
+        Err(problem) => Decision::reject(vec![problem], Vec::new()),
+    }
+}
+
+/// Evaluates one review: the verdict, the findings and the patch.
 pub fn evaluate(review: &Review<'_>, settings: &Settings) -> Decision {
-    let operation = match Operation::parse(review.operation) {
-        Some(Operation::Delete | Operation::Connect) => return Decision::accept(Vec::new()),
-        Some(op) => op,
-        None => {
-            return Decision::reject(
-                vec![Diagnostic::new(
-                    Code::UnsupportedKind,
-                    "operation",
-                    format!("{:?} is not an admission operation", review.operation),
-                    "send CREATE, UPDATE, DELETE or CONNECT",
-                )],
-                Vec::new(),
-            )
-        }
-    };
+    let operation = review.operation;
+    if matches!(operation, Operation::Delete | Operation::Connect) {
+        return Decision::accept(Vec::new());
+    }
     let Some(kind) = Kind::parse(review.kind) else {
         return Decision::reject(
             vec![Diagnostic::new(
@@ -146,19 +213,22 @@ pub fn evaluate(review: &Review<'_>, settings: &Settings) -> Decision {
     }
     let resolution = resolve(&pod, settings);
     if !resolution.conflicts.is_empty() {
-        return Decision::reject(resolution.conflicts, resolution.warnings);
+        return Decision::reject(resolution.conflicts.clone(), resolution.warnings.clone())
+            .with_signals(&resolution, &pod);
     }
     let merge = match kind {
         Kind::Pod => RuntimeClassMerge::ByPolicy,
         _ => RuntimeClassMerge::ByPlugin,
     };
     let plan = plan(&pod, &resolution, settings, merge);
-    let mut warnings = resolution.warnings;
+    let mut warnings = resolution.warnings.clone();
     warnings.extend(plan.warnings);
-    if !plan.violations.is_empty() {
-        return Decision::reject(plan.violations, warnings);
-    }
-    finish(review.object, plan.ops, warnings)
+    let decision = if plan.violations.is_empty() {
+        finish(review.object, plan.ops, warnings)
+    } else {
+        Decision::reject(plan.violations, warnings)
+    };
+    decision.with_signals(&resolution, &pod)
 }
 
 fn finish(object: &Value, ops: Vec<AddOp>, warnings: Vec<Diagnostic>) -> Decision {
@@ -183,6 +253,7 @@ fn finish(object: &Value, ops: Vec<AddOp>, warnings: Vec<Diagnostic>) -> Decisio
         warnings,
         patch: ops,
         mutated_object: Some(mutated),
+        signals: Vec::new(),
     }
 }
 
@@ -270,11 +341,12 @@ fn check_new_ephemeral_containers(
         );
         violations.push(d);
     }
-    if violations.is_empty() {
+    let decision = if violations.is_empty() {
         Decision::accept(Vec::new())
     } else {
         Decision::reject(violations, Vec::new())
-    }
+    };
+    decision.with_signals(&resolution, pod)
 }
 
 fn pod_template_unchanged(review: &Review<'_>, kind: Kind, spec: &Value) -> bool {

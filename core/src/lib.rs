@@ -13,6 +13,7 @@ pub mod labels;
 pub mod names;
 pub mod patch;
 pub mod place;
+pub mod report;
 pub mod resolve;
 pub mod settings;
 pub mod spec;
@@ -20,5 +21,6 @@ pub mod toleration;
 pub mod windows_rules;
 
 pub use diagnostics::{Code, Diagnostic};
-pub use evaluate::{evaluate, Decision, Operation, Review};
+pub use evaluate::{evaluate, evaluate_request, Decision, Operation, Review};
+pub use report::SignalReport;
 pub use settings::{Settings, SettingsError};

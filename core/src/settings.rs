@@ -5,9 +5,11 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use k8s_openapi::api::core::v1::Toleration;
+use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::build::WindowsBuild;
+use crate::diagnostics::{render, Code, Diagnostic};
 use crate::glob::Glob;
 use crate::image::ImageRule;
 use crate::labels::{OS_LABEL, WINDOWS_BUILD_LABEL};
@@ -80,15 +82,17 @@ impl Default for Settings {
     }
 }
 
-/// Every problem found in the settings, one per line.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Every problem found in the settings, each with its path from the
+/// settings root (`windowsTaint.effect`), rendered one per line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SettingsError {
-    pub problems: Vec<String>,
+    /// The problems, code `invalid-setting`, in the order found.
+    pub problems: Vec<Diagnostic>,
 }
 
 impl fmt::Display for SettingsError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.problems.join("\n"))
+        f.write_str(&render(&self.problems))
     }
 }
 
@@ -124,7 +128,12 @@ impl Settings {
     /// Parses settings from JSON text.
     pub fn from_json(text: &str) -> Result<Settings, SettingsError> {
         let value: Value = serde_json::from_str(text).map_err(|e| SettingsError {
-            problems: vec![format!("settings: not valid JSON: {e}")],
+            problems: vec![Diagnostic::new(
+                Code::InvalidSetting,
+                "settings",
+                format!("not valid JSON: {e}"),
+                "",
+            )],
         })?;
         Settings::from_value(&value)
     }
@@ -137,12 +146,17 @@ impl Settings {
 /// Walks the settings JSON and collects every problem with its path.
 #[derive(Default)]
 struct Reader {
-    problems: Vec<String>,
+    problems: Vec<Diagnostic>,
 }
 
 impl Reader {
     fn problem(&mut self, path: &str, message: impl fmt::Display) {
-        self.problems.push(format!("{path}: {message}"));
+        self.problems.push(Diagnostic::new(
+            Code::InvalidSetting,
+            path,
+            message.to_string(),
+            "",
+        ));
     }
 
     fn settings(&mut self, value: &Value) -> Settings {

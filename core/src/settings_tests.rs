@@ -17,7 +17,7 @@ fn ok(v: Value) -> Settings {
 fn problems(v: Value) -> Vec<String> {
     match Settings::from_value(&v) {
         Ok(_) => panic!("settings {v} accepted"),
-        Err(e) => e.problems,
+        Err(e) => e.problems.iter().map(ToString::to_string).collect(),
     }
 }
 
@@ -830,7 +830,9 @@ fn from_json_rejects_invalid_json_with_one_clear_problem() {
         let err = Settings::from_json(text).unwrap_err();
         assert_eq!(err.problems.len(), 1, "{text:?}");
         assert!(
-            err.problems[0].starts_with("settings: not valid JSON"),
+            err.problems[0]
+                .to_string()
+                .starts_with("settings: not valid JSON"),
             "{text:?}: {err}"
         );
     }
@@ -839,13 +841,17 @@ fn from_json_rejects_invalid_json_with_one_clear_problem() {
 #[test]
 fn from_json_validates_like_from_value() {
     let err = Settings::from_json(r#"{"bogus": true}"#).unwrap_err();
-    assert!(err.problems[0].starts_with("bogus: "), "{err}");
+    assert_eq!(err.problems[0].path, "bogus", "{err}");
+    assert_eq!(err.problems[0].code, crate::Code::InvalidSetting);
 }
 
 #[test]
 fn settings_error_displays_one_problem_per_line() {
     let err = SettingsError {
-        problems: vec!["a: x".into(), "b: y".into()],
+        problems: vec![
+            crate::Diagnostic::new(crate::Code::InvalidSetting, "a", "x", ""),
+            crate::Diagnostic::new(crate::Code::InvalidSetting, "b", "y", "use z"),
+        ],
     };
-    assert_eq!(err.to_string(), "a: x\nb: y");
+    assert_eq!(err.to_string(), "a: x\nb: y; use z");
 }

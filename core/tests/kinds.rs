@@ -12,7 +12,7 @@ mod common;
 /// Every CREATE in this file also checks the mutation invariants.
 use common::checked_create as create;
 use common::*;
-use os_placement_core::{evaluate, Decision, Review, Settings};
+use os_placement_core::{evaluate, evaluate_request, Decision, Operation, Review, Settings};
 use serde_json::{json, Value};
 
 /// Every supported kind with its pod spec pointer.
@@ -71,13 +71,8 @@ fn review<'a>(
     object: &'a Value,
     old: Option<&'a Value>,
 ) -> Decision {
-    evaluate(
-        &Review {
-            kind,
-            operation,
-            object,
-            old_object: old,
-        },
+    evaluate_request(
+        &json!({"kind": {"kind": kind}, "operation": operation, "object": object, "oldObject": old}),
         &eks(),
     )
 }
@@ -437,13 +432,14 @@ fn unknown_operation_is_rejected() {
 fn review_reads_an_admission_request() {
     let request = json!({"uid": "1", "kind": {"group": "", "version": "v1", "kind": "Pod"},
         "operation": "CREATE", "object": object("Pod", windows_spec()), "oldObject": null});
-    let r = Review::from_admission_request(&request);
-    assert_eq!((r.kind, r.operation), ("Pod", "CREATE"));
+    let r = Review::from_admission_request(&request).unwrap();
+    assert_eq!((r.kind, r.operation), ("Pod", Operation::Create));
     assert!(r.old_object.is_none());
     assert!(evaluate(&r, &eks()).accepted);
     let empty = json!({});
-    let r = Review::from_admission_request(&empty);
-    assert!(!evaluate(&r, &eks()).accepted);
+    let problem = Review::from_admission_request(&empty).unwrap_err();
+    assert_eq!(problem.path, "operation");
+    assert!(!evaluate_request(&empty, &eks()).accepted);
 }
 
 // ---- malformed objects ----

@@ -3,7 +3,7 @@
 use kubewarden_policy_sdk::metadata::ProtocolVersion;
 use kubewarden_policy_sdk::response::ValidationResponse;
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
-use os_placement_core::{evaluate, Decision, Review, Settings};
+use os_placement_core::{evaluate_request, Decision, Settings};
 use serde_json::Value;
 use wapc_guest::{register_function, CallResult};
 
@@ -59,10 +59,7 @@ pub fn respond(payload: &[u8]) -> ValidationResponse {
         Ok(s) => s,
         Err(e) => return rejection(format!("invalid policy settings:\n{e}")),
     };
-    to_response(evaluate(
-        &Review::from_admission_request(request),
-        &settings,
-    ))
+    to_response(evaluate_request(request, &settings))
 }
 
 fn to_response(decision: Decision) -> ValidationResponse {

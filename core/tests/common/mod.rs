@@ -7,7 +7,7 @@
     clippy::indexing_slicing
 )]
 
-use os_placement_core::{evaluate, Decision, Review, Settings};
+use os_placement_core::{evaluate, Decision, Operation, Review, Settings};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 
@@ -24,7 +24,7 @@ pub fn create(object: &Value, settings: &Settings) -> Decision {
     evaluate(
         &Review {
             kind,
-            operation: "CREATE",
+            operation: Operation::Create,
             object,
             old_object: None,
         },
@@ -37,7 +37,7 @@ pub fn update(object: &Value, old: &Value, settings: &Settings) -> Decision {
     evaluate(
         &Review {
             kind,
-            operation: "UPDATE",
+            operation: Operation::Update,
             object,
             old_object: Some(old),
         },
