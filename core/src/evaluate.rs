@@ -13,8 +13,10 @@ use crate::patch::{apply, AddOp};
 use crate::place::{plan, RuntimeClassMerge};
 use crate::report::SignalReport;
 use crate::resolve::{pair_conflict, resolve, Resolution};
-use crate::settings::Settings;
+use crate::selection::other_selections;
+use crate::settings::{DefaultOs, Settings};
 use crate::spec::{malformed, ContainerList, PodView};
+use crate::toleration::tolerates;
 
 /// The admission operation, as `AdmissionRequest.operation` spells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -164,9 +166,21 @@ impl Decision {
         (!self.violations.is_empty()).then(|| render(&self.violations))
     }
 
-    /// Warnings as the API server shows them.
+    /// Warnings as the API server shows them, each within its
+    /// [`MAX_WARNING_CHARS`] limit (it truncates longer ones).
     pub fn warning_lines(&self) -> Vec<String> {
-        self.warnings.iter().map(ToString::to_string).collect()
+        self.warnings.iter().map(warning_line).collect()
+    }
+}
+
+/// The API server truncates admission warnings longer than this.
+pub const MAX_WARNING_CHARS: usize = 256;
+
+fn warning_line(warning: &Diagnostic) -> String {
+    let line = warning.to_string();
+    match line.char_indices().nth(MAX_WARNING_CHARS - 1) {
+        Some((end, _)) => format!("{}…", line.get(..end).unwrap_or_default()),
+        None => line,
     }
 }
 
@@ -313,9 +327,13 @@ fn check_new_ephemeral_containers(
         .signals
         .iter()
         .filter(|s| s.container.is_some_and(is_new));
-    let pod_placement = existing
-        .iter()
-        .fold(Placement::anywhere(), |acc, s| acc.intersect(&s.placement));
+    let pod_placement = running_placement(
+        pod,
+        settings,
+        existing
+            .iter()
+            .fold(Placement::anywhere(), |acc, s| acc.intersect(&s.placement)),
+    );
     if pod_placement.is_empty() {
         // The pod itself is inconsistent; that is not this update's doing.
         return Decision::accept(Vec::new());
@@ -347,6 +365,27 @@ fn check_new_ephemeral_containers(
         Decision::reject(violations, Vec::new())
     };
     decision.with_signals(&resolution, pod)
+}
+
+/// Where a running pod with no OS signal of its own can be: off Windows
+/// nodes when it does not tolerate their taint, and on Linux when
+/// `defaultOS` placed it there (it points at no nodes by other means).
+fn running_placement(pod: &PodView<'_>, settings: &Settings, signalled: Placement) -> Placement {
+    if signalled.os().is_some() {
+        return signalled;
+    }
+    let kept_off_windows = settings.windows_taint.as_ref().is_some_and(|taint| {
+        taint.keeps_pods_off() && !pod.tolerations.iter().any(|t| tolerates(t, taint))
+    });
+    let defaulted = settings.default_os == DefaultOs::Linux
+        && other_selections(pod, settings)
+            .iter()
+            .all(|s| s.path == pod.field("nodeName").display());
+    if kept_off_windows || defaulted {
+        signalled.intersect(&Placement::linux())
+    } else {
+        signalled
+    }
 }
 
 fn pod_template_unchanged(review: &Review<'_>, kind: Kind, spec: &Value) -> bool {

@@ -15,12 +15,13 @@ pub mod patch;
 pub mod place;
 pub mod report;
 pub mod resolve;
+pub mod selection;
 pub mod settings;
 pub mod spec;
 pub mod toleration;
 pub mod windows_rules;
 
 pub use diagnostics::{Code, Diagnostic};
-pub use evaluate::{evaluate, evaluate_request, Decision, Operation, Review};
+pub use evaluate::{evaluate, evaluate_request, Decision, Operation, Review, MAX_WARNING_CHARS};
 pub use report::SignalReport;
 pub use settings::{Settings, SettingsError};
