@@ -9,6 +9,7 @@ use serde_json::Value;
 use crate::constraint::Placement;
 use crate::diagnostics::{render, Code, Diagnostic};
 use crate::kinds::{FieldPath, Kind, SUPPORTED_KINDS};
+use crate::ownership::{annotation_op, owned_entries, reconcile, record_after, without, Owned};
 use crate::patch::{apply, AddOp};
 use crate::place::{plan, RuntimeClassMerge};
 use crate::report::SignalReport;
@@ -213,18 +214,52 @@ pub fn evaluate(review: &Review<'_>, settings: &Settings) -> Decision {
         Ok(found) => found,
         Err(d) => return Decision::reject(vec![d], Vec::new()),
     };
-    let pod = match PodView::read(spec.0, spec.1) {
-        Ok(pod) => pod,
-        Err(problems) => return Decision::reject(problems, Vec::new()),
-    };
     if kind == Kind::Pod && operation == Operation::Update {
-        return check_new_ephemeral_containers(&pod, review.old_object, settings);
+        return match PodView::read(spec.0, spec.1) {
+            Ok(pod) => check_new_ephemeral_containers(&pod, review.old_object, settings),
+            Err(problems) => Decision::reject(problems, Vec::new()),
+        };
     }
     if operation == Operation::Update && pod_template_unchanged(review, kind, spec.0) {
         // Scaling, relabelling or a Job's bookkeeping must not be blocked or
         // turned into a rollout; a changed template is judged like a new one.
         return Decision::accept(Vec::new());
     }
+    if !settings.mutate || kind == Kind::Pod {
+        // A Pod is never patched again after CREATE: nothing to own.
+        return decide(review.object, kind, settings);
+    }
+    // The policy's own entries from an earlier admission are judged afresh.
+    let selector = spec.1.field("nodeSelector").pointer().to_string();
+    let owned: Owned = owned_entries(review.object, review.old_object)
+        .into_iter()
+        .filter(|(pointer, _)| pointer.starts_with(&format!("{selector}/")))
+        .collect();
+    let decision = decide(review.object, kind, settings);
+    if decision.accepted || owned.is_empty() {
+        return adopt(review.object, &owned, decision, &selector, false);
+    }
+    // Rejected: the policy's own entries may be what clashes (a build pin
+    // after an image upgrade). Judge the object without them, and move them.
+    adopt(
+        review.object,
+        &owned,
+        decide(&without(review.object, &owned), kind, settings),
+        &selector,
+        true,
+    )
+}
+
+/// Resolves and places the pod spec of `object`.
+fn decide(object: &Value, kind: Kind, settings: &Settings) -> Decision {
+    let spec = match locate_pod_spec(object, kind) {
+        Ok(found) => found,
+        Err(d) => return Decision::reject(vec![d], Vec::new()),
+    };
+    let pod = match PodView::read(spec.0, spec.1) {
+        Ok(pod) => pod,
+        Err(problems) => return Decision::reject(problems, Vec::new()),
+    };
     let resolution = resolve(&pod, settings);
     if !resolution.conflicts.is_empty() {
         return Decision::reject(resolution.conflicts.clone(), resolution.warnings.clone())
@@ -238,11 +273,36 @@ pub fn evaluate(review: &Review<'_>, settings: &Settings) -> Decision {
     let mut warnings = resolution.warnings.clone();
     warnings.extend(plan.warnings);
     let decision = if plan.violations.is_empty() {
-        finish(review.object, plan.ops, warnings)
+        finish(object, plan.ops, warnings)
     } else {
         Decision::reject(plan.violations, warnings)
     };
     decision.with_signals(&resolution, &pod)
+}
+
+/// Rebases the decision's ops on the real object: owned entries are
+/// replaced or removed rather than added, and the record is updated.
+fn adopt(
+    object: &Value,
+    owned: &Owned,
+    mut decision: Decision,
+    selector: &str,
+    judged_without_owned: bool,
+) -> Decision {
+    if !decision.accepted {
+        return decision;
+    }
+    let mut ops = std::mem::take(&mut decision.patch);
+    if judged_without_owned {
+        ops = reconcile(owned, ops);
+    }
+    let record = record_after(owned, &ops, selector);
+    ops.extend(annotation_op(object, &record));
+    let signals = std::mem::take(&mut decision.signals);
+    Decision {
+        signals,
+        ..finish(object, ops, decision.warnings)
+    }
 }
 
 fn finish(object: &Value, ops: Vec<AddOp>, warnings: Vec<Diagnostic>) -> Decision {

@@ -11,6 +11,7 @@ pub mod image;
 pub mod kinds;
 pub mod labels;
 pub mod names;
+pub mod ownership;
 pub mod patch;
 pub mod place;
 pub mod report;

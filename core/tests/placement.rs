@@ -992,7 +992,15 @@ fn unknown_fields_of_a_workload_template_are_preserved() {
         out["spec"]["futureDeploymentField"],
         object["spec"]["futureDeploymentField"]
     );
-    assert_eq!(out["metadata"], object["metadata"]);
+    // Metadata is kept, with only the record of what the policy added.
+    let mut annotations = out["metadata"]["annotations"].as_object().unwrap().clone();
+    assert!(annotations
+        .remove(os_placement_core::ownership::ADDED_ANNOTATION)
+        .is_some());
+    assert_eq!(
+        Value::Object(annotations),
+        object["metadata"]["annotations"]
+    );
 }
 
 #[test]
