@@ -250,7 +250,9 @@ pub fn evaluate(review: &Review<'_>, settings: &Settings) -> Decision {
     )
 }
 
-/// Resolves and places the pod spec of `object`.
+/// Resolves and places the pod spec of `object`. Kept out of line: it is
+/// called from three places and carries the whole rule pipeline.
+#[inline(never)]
 fn decide(object: &Value, kind: Kind, settings: &Settings) -> Decision {
     let spec = match locate_pod_spec(object, kind) {
         Ok(found) => found,

@@ -40,7 +40,16 @@ fn read_record(object: &Value) -> Option<Owned> {
         .pointer("/metadata/annotations")?
         .get(ADDED_ANNOTATION)?
         .as_str()?;
-    serde_json::from_str(text).ok()
+    // Through `Value` and bytes: the module already carries that parser.
+    let Ok(Value::Object(map)) = serde_json::from_slice::<Value>(text.as_bytes()) else {
+        return None;
+    };
+    map.into_iter()
+        .map(|(pointer, value)| match value {
+            Value::String(v) => Some((pointer, v)),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The object without the owned entries, so the rules see only what the
@@ -117,7 +126,11 @@ pub fn annotation_op(object: &Value, record: &Owned) -> Option<PatchOp> {
     if current.as_ref() == Some(record) || (current.is_none() && record.is_empty()) {
         return None;
     }
-    let text = serde_json::to_string(record).ok()?;
+    let map: serde_json::Map<String, Value> = record
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect();
+    let text = String::from_utf8(serde_json::to_vec(&Value::Object(map)).ok()?).ok()?;
     let key = escape_token(ADDED_ANNOTATION);
     Some(match object.pointer("/metadata/annotations") {
         Some(Value::Object(map)) if map.contains_key(ADDED_ANNOTATION) => {
