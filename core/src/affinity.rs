@@ -79,12 +79,12 @@ fn comparison(req: &NodeSelectorRequirement) -> Option<(bool, i64)> {
 pub fn why_no_node(selector: &NodeSelector) -> Option<String> {
     let terms = &selector.node_selector_terms;
     if terms.is_empty() {
-        return Some("it has no nodeSelectorTerms, so it matches no node".to_string());
+        return Some("an empty nodeSelectorTerms list matches no node".to_string());
     }
     let reasons: Option<Vec<String>> = terms.iter().map(term_reason).collect();
     let mut reasons = reasons?;
     reasons.dedup();
-    Some(reasons.join("; "))
+    Some(reasons.join(", and "))
 }
 
 fn term_reason(term: &NodeSelectorTerm) -> Option<String> {
@@ -106,7 +106,7 @@ fn expression_reason(req: &NodeSelectorRequirement) -> Option<String> {
     match req.operator.as_str() {
         "Gt" | "Lt" => match comparison(req) {
             None => Some(format!(
-                "{key} {} [{}] matches no node: {} takes exactly one integer value",
+                "{key} {} [{}] matches no node ({} takes exactly one integer value)",
                 req.operator,
                 values.join(", "),
                 req.operator
@@ -118,13 +118,13 @@ fn expression_reason(req: &NodeSelectorRequirement) -> Option<String> {
                 .iter()
                 .filter_map(|v| why_no_node_carries(key, v))
                 .collect();
-            (!why.is_empty()).then(|| why.join("; "))
+            (!why.is_empty()).then(|| why.join(", and "))
         }
         "DoesNotExist" => Some(format!(
-            "{key} DoesNotExist matches no node: every node carries {key}"
+            "{key} DoesNotExist matches no node (every node carries {key})"
         )),
         _ => Some(format!(
-            "{key} {} [{}] matches no node: it excludes every value nodes carry",
+            "{key} {} [{}] matches no node (it excludes every value nodes carry)",
             req.operator,
             values.join(", ")
         )),
@@ -252,5 +252,34 @@ mod tests {
             .windows
             .unwrap()
             .allows(WindowsBuild::from_release("ltsc2019").unwrap()));
+    }
+
+    #[test]
+    fn gt_and_lt_need_one_integer_value() {
+        let gt = |values: &[&str]| {
+            placement(&selector(json!([{"matchExpressions": [
+                expr("example.com/gpus", "Gt", values)]}])))
+        };
+        assert_eq!(gt(&["1"]), Placement::anywhere());
+        // strconv.ParseInt accepts a sign, as does i64::from_str.
+        assert_eq!(gt(&["+1"]), Placement::anywhere());
+        for bad in [&["1.5"][..], &[" 1"], &[""], &["1", "2"], &[]] {
+            assert!(gt(bad).is_empty(), "{bad:?}");
+        }
+        let build_gt = selector(json!([{"matchExpressions": [
+            expr(WINDOWS_BUILD_LABEL, "Gt", &["17763"])]}]));
+        assert!(placement(&build_gt).is_empty());
+        assert!(why_no_node(&build_gt)
+            .unwrap()
+            .contains("compares integers"));
+    }
+
+    #[test]
+    fn contradictions_between_expressions_have_no_single_culprit() {
+        let s = selector(json!([{"matchExpressions": [
+            expr(OS_LABEL, "In", &["linux"]), expr(OS_LABEL, "In", &["windows"])]}]));
+        assert!(placement(&s).is_empty());
+        assert_eq!(why_no_node(&s), None);
+        assert!(why_no_node(&selector(json!([]))).is_some());
     }
 }

@@ -115,12 +115,12 @@ pub fn why_no_node_carries(key: &str, value: &str) -> Option<String> {
         return None;
     }
     let known = match key {
-        OS_LABEL | BETA_OS_LABEL => "nodes carry linux or windows (lower case)".to_string(),
+        OS_LABEL | BETA_OS_LABEL => "nodes carry linux or windows, in lower case".to_string(),
         WINDOWS_BUILD_LABEL => build_label_hint(value),
         AKS_OS_SKU_LABEL => with_spelling(
             value,
             AKS_OS_SKUS.iter().map(|(sku, _)| *sku),
-            "AKS values are case-sensitive",
+            "AKS values are case-sensitive:",
         ),
         GKE_WINDOWS_VERSION_LABEL => with_spelling(
             value,
@@ -129,28 +129,29 @@ pub fn why_no_node_carries(key: &str, value: &str) -> Option<String> {
         ),
         _ => return None,
     };
-    Some(format!("no node carries {key}={value}: {known}"))
+    Some(format!("no node carries {key}={value} ({known})"))
 }
 
-/// The known values, and the right spelling when only the case differs.
+/// The known values, led by the right spelling when only the case differs.
 fn with_spelling<'a>(value: &str, known: impl Iterator<Item = &'a str>, intro: &str) -> String {
     let known: Vec<&str> = known.collect();
     let list = known.join(", ");
     match known.iter().find(|k| k.eq_ignore_ascii_case(value)) {
-        Some(right) => format!("{intro}: {list}; did you mean {right}?"),
-        None => format!("{intro}: {list}"),
+        Some(right) => format!("did you mean {right}? {intro} {list}"),
+        None => format!("{intro} {list}"),
     }
 }
 
+/// What is wrong with a build label value, and the build of a release
+/// name written in its place.
 fn build_label_hint(value: &str) -> String {
-    let reason = match WindowsBuild::parse_label(value) {
+    let release =
+        WindowsBuild::from_release(value).map(|build| format!("{value} is build {build}, "));
+    let problem = match WindowsBuild::parse_label(value) {
         Err(e) => e.to_string(),
         Ok(_) => String::new(),
     };
-    match WindowsBuild::from_release(value) {
-        Some(build) => format!("{reason} ({value} is build {build})"),
-        None => reason,
-    }
+    format!("{}{problem}", release.unwrap_or_default()).replace("; ", ", ")
 }
 
 /// The nodes whose `key` label, read as an integer, is greater (or less)
@@ -182,23 +183,24 @@ pub fn why_no_node_compares(key: &str, greater: bool, bound: i64) -> Option<Stri
         return None;
     }
     let op = if greater { "Gt" } else { "Lt" };
-    Some(match key {
-        GKE_WINDOWS_VERSION_LABEL => format!(
-            "no node has {key} {op} {bound}: GKE Windows nodes carry {}",
-            GKE_WINDOWS_VERSIONS.iter().map(|(y, _)| *y).collect::<Vec<_>>().join(", ")
-        ),
+    let why = match key {
+        GKE_WINDOWS_VERSION_LABEL => {
+            let years: Vec<&str> = GKE_WINDOWS_VERSIONS.iter().map(|(y, _)| *y).collect();
+            format!("GKE Windows nodes carry {}", years.join(", "))
+        }
         _ => format!(
-            "{key} {op} {bound} matches no node: {op} compares integers and {key} values ({}) are not integers",
+            "{op} compares integers, and {key} values such as {} are not integers",
             example_value(key)
         ),
-    })
+    };
+    Some(format!("{key} {op} {bound} matches no node ({why})"))
 }
 
 fn example_value(key: &str) -> &'static str {
     match key {
-        WINDOWS_BUILD_LABEL => "e.g. 10.0.20348",
-        AKS_OS_SKU_LABEL => "e.g. Windows2022",
-        _ => "linux or windows",
+        WINDOWS_BUILD_LABEL => "10.0.20348",
+        AKS_OS_SKU_LABEL => "Windows2022",
+        _ => "linux",
     }
 }
 
@@ -267,5 +269,63 @@ mod tests {
             nodes_without_key(WINDOWS_BUILD_LABEL),
             Some(Placement::linux())
         );
+    }
+
+    #[test]
+    fn values_no_node_carries() {
+        for (key, value) in [
+            (AKS_OS_SKU_LABEL, "windows2022"),
+            (AKS_OS_SKU_LABEL, "Windows2016"),
+            (GKE_WINDOWS_VERSION_LABEL, "ltsc2022"),
+            (OS_LABEL, "Linux"),
+            (WINDOWS_BUILD_LABEL, "17763"),
+        ] {
+            assert_eq!(
+                nodes_with(key, value),
+                Some(Placement::nowhere()),
+                "{value}"
+            );
+            let why = why_no_node_carries(key, value).unwrap();
+            assert!(
+                why.starts_with(&format!("no node carries {key}={value} (")),
+                "{why}"
+            );
+        }
+        // Values some node carries, and keys that say nothing about placement.
+        assert_eq!(why_no_node_carries(AKS_OS_SKU_LABEL, "Windows2022"), None);
+        assert_eq!(why_no_node_carries(GKE_WINDOWS_VERSION_LABEL, "2019"), None);
+        assert_eq!(why_no_node_carries("example.com/pool", "x"), None);
+    }
+
+    #[test]
+    fn integer_comparisons() {
+        // Never integers: Gt/Lt match nothing whatever the bound.
+        for key in [
+            OS_LABEL,
+            BETA_OS_LABEL,
+            WINDOWS_BUILD_LABEL,
+            AKS_OS_SKU_LABEL,
+        ] {
+            assert_eq!(
+                nodes_compared(key, true, i64::MIN),
+                Some(Placement::nowhere())
+            );
+            assert!(why_no_node_compares(key, false, 0).is_some());
+        }
+        let gke = |greater, bound| nodes_compared(GKE_WINDOWS_VERSION_LABEL, greater, bound);
+        assert_eq!(
+            gke(false, 2020)
+                .and_then(|p| p.windows)
+                .and_then(|b| b.single()),
+            WindowsBuild::from_release("ltsc2019")
+        );
+        assert_eq!(gke(true, 2018).and_then(|p| p.os()), Some(Os::Windows));
+        assert_eq!(gke(true, 2025), Some(Placement::nowhere()));
+        assert_eq!(gke(false, 2019), Some(Placement::nowhere()));
+        assert_eq!(
+            why_no_node_compares(GKE_WINDOWS_VERSION_LABEL, true, 2022),
+            None
+        );
+        assert_eq!(nodes_compared("example.com/gpus", true, 1), None);
     }
 }

@@ -343,7 +343,7 @@ pub fn find_conflicts(signals: &[Signal]) -> Vec<Diagnostic> {
     for signal in signals.iter().filter(|s| s.placement.is_empty()) {
         let fix = match signal.source {
             Source::Affinity => "fix or remove what no node matches, so that at least one nodeSelectorTerm admits nodes",
-            _ => "use a value nodes carry (label values are case-sensitive), or remove the entry",
+            _ => "use a value nodes carry, or remove the entry",
         };
         let message = match &signal.reason {
             Some(reason) => format!("{reason}, so the pod can never be scheduled"),
