@@ -2,14 +2,15 @@
 //! Terms are ORed, expressions ANDed. Where a label maps to nodes only
 //! approximately, the result errs towards admitting more nodes: that only
 //! ever makes the policy add a selector or skip a conflict, never reject
-//! a pod wrongly.
+//! a pod wrongly. Values a label never takes, and `Gt`/`Lt` on labels
+//! whose values are not integers, match no node, as in the scheduler.
 
 use k8s_openapi::api::core::v1::{NodeSelector, NodeSelectorRequirement, NodeSelectorTerm};
 
 use crate::constraint::{Builds, Placement};
 use crate::labels::{
-    is_placement_label, nodes_with, nodes_with_key, nodes_without_key, BETA_OS_LABEL, OS_LABEL,
-    WINDOWS_BUILD_LABEL,
+    is_placement_label, nodes_compared, nodes_with, nodes_with_key, nodes_without_key,
+    why_no_node_carries, why_no_node_compares, BETA_OS_LABEL, OS_LABEL, WINDOWS_BUILD_LABEL,
 };
 
 pub fn placement(selector: &NodeSelector) -> Placement {
@@ -35,9 +36,6 @@ fn term_placement(term: &NodeSelectorTerm) -> Placement {
 
 fn expression_placement(req: &NodeSelectorRequirement) -> Placement {
     let key = req.key.as_str();
-    if !is_placement_label(key) {
-        return Placement::anywhere();
-    }
     let values = req.values.as_deref().unwrap_or_default();
     let any_of = || {
         values
@@ -46,6 +44,15 @@ fn expression_placement(req: &NodeSelectorRequirement) -> Placement {
             .fold(Placement::nowhere(), |acc, p| acc.union(&p))
     };
     match req.operator.as_str() {
+        "Gt" | "Lt" => match comparison(req) {
+            // The scheduler cannot parse the term, so it matches no node
+            // (component-helpers nodeaffinity: a term with parse errors).
+            None => Placement::nowhere(),
+            Some((greater, bound)) => {
+                nodes_compared(key, greater, bound).unwrap_or_else(Placement::anywhere)
+            }
+        },
+        _ if !is_placement_label(key) => Placement::anywhere(),
         "In" => any_of(),
         // Exact only where a value maps to exactly the nodes carrying it.
         "NotIn" if matches!(key, OS_LABEL | BETA_OS_LABEL | WINDOWS_BUILD_LABEL) => {
@@ -54,6 +61,73 @@ fn expression_placement(req: &NodeSelectorRequirement) -> Placement {
         "Exists" => nodes_with_key(key).unwrap_or_else(Placement::anywhere),
         "DoesNotExist" => nodes_without_key(key).unwrap_or_else(Placement::anywhere),
         _ => Placement::anywhere(),
+    }
+}
+
+/// `Gt`/`Lt` and its bound: exactly one value that parses as an int64, as
+/// apimachinery labels.NewRequirement demands; `None` otherwise.
+fn comparison(req: &NodeSelectorRequirement) -> Option<(bool, i64)> {
+    let greater = req.operator == "Gt";
+    match req.values.as_deref().unwrap_or_default() {
+        [value] => value.parse::<i64>().ok().map(|bound| (greater, bound)),
+        _ => None,
+    }
+}
+
+/// Why no node satisfies the selector, naming the expressions no node
+/// matches; `None` when only their combination is contradictory.
+pub fn why_no_node(selector: &NodeSelector) -> Option<String> {
+    let terms = &selector.node_selector_terms;
+    if terms.is_empty() {
+        return Some("an empty nodeSelectorTerms list matches no node".to_string());
+    }
+    let reasons: Option<Vec<String>> = terms.iter().map(term_reason).collect();
+    let mut reasons = reasons?;
+    reasons.dedup();
+    Some(reasons.join(", and "))
+}
+
+fn term_reason(term: &NodeSelectorTerm) -> Option<String> {
+    let expressions = term.match_expressions.as_deref().unwrap_or_default();
+    let fields = term.match_fields.as_deref().unwrap_or_default();
+    if expressions.is_empty() && fields.is_empty() {
+        return Some("an empty nodeSelectorTerm matches no node".to_string());
+    }
+    expressions.iter().find_map(expression_reason)
+}
+
+/// Why this expression alone matches no node; `None` when some node may match.
+fn expression_reason(req: &NodeSelectorRequirement) -> Option<String> {
+    if !expression_placement(req).is_empty() {
+        return None;
+    }
+    let key = req.key.as_str();
+    let values = req.values.as_deref().unwrap_or_default();
+    match req.operator.as_str() {
+        "Gt" | "Lt" => match comparison(req) {
+            None => Some(format!(
+                "{key} {} [{}] matches no node ({} takes exactly one integer value)",
+                req.operator,
+                values.join(", "),
+                req.operator
+            )),
+            Some((greater, bound)) => why_no_node_compares(key, greater, bound),
+        },
+        "In" => {
+            let why: Vec<String> = values
+                .iter()
+                .filter_map(|v| why_no_node_carries(key, v))
+                .collect();
+            (!why.is_empty()).then(|| why.join(", and "))
+        }
+        "DoesNotExist" => Some(format!(
+            "{key} DoesNotExist matches no node (every node carries {key})"
+        )),
+        _ => Some(format!(
+            "{key} {} [{}] matches no node (it excludes every value nodes carry)",
+            req.operator,
+            values.join(", ")
+        )),
     }
 }
 
@@ -80,7 +154,7 @@ pub fn describe(selector: &NodeSelector) -> String {
                 .as_deref()
                 .unwrap_or_default()
                 .iter()
-                .filter(|r| is_placement_label(&r.key))
+                .filter(|r| is_placement_label(&r.key) || expression_placement(r).is_empty())
                 .map(|r| {
                     let values = r.values.as_deref().unwrap_or_default();
                     if values.is_empty() {
@@ -178,5 +252,34 @@ mod tests {
             .windows
             .unwrap()
             .allows(WindowsBuild::from_release("ltsc2019").unwrap()));
+    }
+
+    #[test]
+    fn gt_and_lt_need_one_integer_value() {
+        let gt = |values: &[&str]| {
+            placement(&selector(json!([{"matchExpressions": [
+                expr("example.com/gpus", "Gt", values)]}])))
+        };
+        assert_eq!(gt(&["1"]), Placement::anywhere());
+        // strconv.ParseInt accepts a sign, as does i64::from_str.
+        assert_eq!(gt(&["+1"]), Placement::anywhere());
+        for bad in [&["1.5"][..], &[" 1"], &[""], &["1", "2"], &[]] {
+            assert!(gt(bad).is_empty(), "{bad:?}");
+        }
+        let build_gt = selector(json!([{"matchExpressions": [
+            expr(WINDOWS_BUILD_LABEL, "Gt", &["17763"])]}]));
+        assert!(placement(&build_gt).is_empty());
+        assert!(why_no_node(&build_gt)
+            .unwrap()
+            .contains("compares integers"));
+    }
+
+    #[test]
+    fn contradictions_between_expressions_have_no_single_culprit() {
+        let s = selector(json!([{"matchExpressions": [
+            expr(OS_LABEL, "In", &["linux"]), expr(OS_LABEL, "In", &["windows"])]}]));
+        assert!(placement(&s).is_empty());
+        assert_eq!(why_no_node(&s), None);
+        assert!(why_no_node(&selector(json!([]))).is_some());
     }
 }

@@ -1,4 +1,5 @@
-//! What node labels say about a node's OS and Windows build.
+//! What node labels say about a node's OS and Windows build, and which
+//! values no node ever carries.
 
 use std::collections::BTreeMap;
 
@@ -13,6 +14,57 @@ pub const AKS_OS_SKU_LABEL: &str = "kubernetes.azure.com/os-sku";
 /// GKE Windows node pools, e.g. `2022`.
 pub const GKE_WINDOWS_VERSION_LABEL: &str = "cloud.google.com/gke-windows-os-version";
 
+/// The values of the AKS OSSKU enum (AKS API, `OSSKU`), which the node
+/// label carries verbatim: case-sensitive, and no others.
+const AKS_OS_SKUS: &[(&str, AksImage)] = &[
+    ("Ubuntu", AksImage::Linux),
+    ("Ubuntu2204", AksImage::Linux),
+    ("Ubuntu2404", AksImage::Linux),
+    ("AzureLinux", AksImage::Linux),
+    ("AzureLinux3", AksImage::Linux),
+    ("AzureContainerLinux", AksImage::Linux),
+    ("CBLMariner", AksImage::Linux),
+    ("Mariner", AksImage::Linux),
+    ("Flatcar", AksImage::Linux),
+    (
+        "Windows2019",
+        AksImage::Windows(Some(WindowsBuild::LTSC2019)),
+    ),
+    (
+        "Windows2022",
+        AksImage::Windows(Some(WindowsBuild::LTSC2022)),
+    ),
+    (
+        "Windows2025",
+        AksImage::Windows(Some(WindowsBuild::LTSC2025)),
+    ),
+    // The Windows Server Annual Channel: its build changes with the channel.
+    ("WindowsAnnual", AksImage::Windows(None)),
+];
+
+/// The Windows Server versions of GKE Windows node pools (LTSC only).
+const GKE_WINDOWS_VERSIONS: &[(&str, WindowsBuild)] = &[
+    ("2019", WindowsBuild::LTSC2019),
+    ("2022", WindowsBuild::LTSC2022),
+    ("2025", WindowsBuild::LTSC2025),
+];
+
+#[derive(Debug, Clone, Copy)]
+enum AksImage {
+    Linux,
+    Windows(Option<WindowsBuild>),
+}
+
+impl AksImage {
+    fn placement(self) -> Placement {
+        match self {
+            AksImage::Linux => Placement::linux(),
+            AksImage::Windows(Some(build)) => Placement::windows(Builds::only(build)),
+            AksImage::Windows(None) => Placement::windows(Builds::Any),
+        }
+    }
+}
+
 /// Whether a label key tells anything about OS or build.
 pub fn is_placement_label(key: &str) -> bool {
     matches!(
@@ -25,7 +77,8 @@ pub fn is_placement_label(key: &str) -> bool {
     )
 }
 
-/// The nodes carrying `key=value`; `None` when the key says nothing about placement.
+/// The nodes carrying `key=value`; `None` when the key says nothing about
+/// placement. A value the label never takes gives no node.
 pub fn nodes_with(key: &str, value: &str) -> Option<Placement> {
     match key {
         OS_LABEL | BETA_OS_LABEL => Some(
@@ -37,12 +90,117 @@ pub fn nodes_with(key: &str, value: &str) -> Option<Placement> {
             Ok(build) => Placement::windows(Builds::only(build)),
             Err(_) => Placement::nowhere(),
         }),
-        AKS_OS_SKU_LABEL => Some(aks_os_sku(value)),
-        GKE_WINDOWS_VERSION_LABEL => Some(match year_build(value) {
-            Some(build) => Placement::windows(Builds::only(build)),
-            None => Placement::windows(Builds::Any),
-        }),
+        AKS_OS_SKU_LABEL => Some(
+            AKS_OS_SKUS
+                .iter()
+                .find(|(sku, _)| *sku == value)
+                .map(|(_, image)| image.placement())
+                .unwrap_or_else(Placement::nowhere),
+        ),
+        GKE_WINDOWS_VERSION_LABEL => Some(
+            GKE_WINDOWS_VERSIONS
+                .iter()
+                .find(|(year, _)| *year == value)
+                .map(|(_, build)| Placement::windows(Builds::only(*build)))
+                .unwrap_or_else(Placement::nowhere),
+        ),
         _ => None,
+    }
+}
+
+/// Why no node carries `key=value`, naming the values nodes do carry;
+/// `None` when some node may carry it.
+pub fn why_no_node_carries(key: &str, value: &str) -> Option<String> {
+    if !nodes_with(key, value)?.is_empty() {
+        return None;
+    }
+    let known = match key {
+        OS_LABEL | BETA_OS_LABEL => "nodes carry linux or windows, in lower case".to_string(),
+        WINDOWS_BUILD_LABEL => build_label_hint(value),
+        AKS_OS_SKU_LABEL => with_spelling(
+            value,
+            AKS_OS_SKUS.iter().map(|(sku, _)| *sku),
+            "AKS values are case-sensitive:",
+        ),
+        GKE_WINDOWS_VERSION_LABEL => with_spelling(
+            value,
+            GKE_WINDOWS_VERSIONS.iter().map(|(year, _)| *year),
+            "GKE Windows nodes carry",
+        ),
+        _ => return None,
+    };
+    Some(format!("no node carries {key}={value} ({known})"))
+}
+
+/// The known values, led by the right spelling when only the case differs.
+fn with_spelling<'a>(value: &str, known: impl Iterator<Item = &'a str>, intro: &str) -> String {
+    let known: Vec<&str> = known.collect();
+    let list = known.join(", ");
+    match known.iter().find(|k| k.eq_ignore_ascii_case(value)) {
+        Some(right) => format!("did you mean {right}? {intro} {list}"),
+        None => format!("{intro} {list}"),
+    }
+}
+
+/// What is wrong with a build label value, and the build of a release
+/// name written in its place.
+fn build_label_hint(value: &str) -> String {
+    let release =
+        WindowsBuild::from_release(value).map(|build| format!("{value} is build {build}, "));
+    let problem = match WindowsBuild::parse_label(value) {
+        Err(e) => e.to_string(),
+        Ok(_) => String::new(),
+    };
+    format!("{}{problem}", release.unwrap_or_default()).replace("; ", ", ")
+}
+
+/// The nodes whose `key` label, read as an integer, is greater (or less)
+/// than `bound`: `Gt`/`Lt` as the scheduler applies them
+/// (apimachinery labels.Requirement.Matches). `None` when the key says
+/// nothing about placement.
+pub fn nodes_compared(key: &str, greater: bool, bound: i64) -> Option<Placement> {
+    let passes = |n: i64| if greater { n > bound } else { n < bound };
+    match key {
+        // These values never parse as integers, so they never compare.
+        OS_LABEL | BETA_OS_LABEL | WINDOWS_BUILD_LABEL | AKS_OS_SKU_LABEL => {
+            Some(Placement::nowhere())
+        }
+        GKE_WINDOWS_VERSION_LABEL => {
+            let builds = GKE_WINDOWS_VERSIONS
+                .iter()
+                .filter(|(year, _)| year.parse::<i64>().is_ok_and(passes))
+                .map(|(_, build)| *build)
+                .collect();
+            Some(Placement::windows(Builds::Only(builds)))
+        }
+        _ => None,
+    }
+}
+
+/// Why `key Gt/Lt bound` matches no node; `None` when some node may match.
+pub fn why_no_node_compares(key: &str, greater: bool, bound: i64) -> Option<String> {
+    if !nodes_compared(key, greater, bound)?.is_empty() {
+        return None;
+    }
+    let op = if greater { "Gt" } else { "Lt" };
+    let why = match key {
+        GKE_WINDOWS_VERSION_LABEL => {
+            let years: Vec<&str> = GKE_WINDOWS_VERSIONS.iter().map(|(y, _)| *y).collect();
+            format!("GKE Windows nodes carry {}", years.join(", "))
+        }
+        _ => format!(
+            "{op} compares integers, and {key} values such as {} are not integers",
+            example_value(key)
+        ),
+    };
+    Some(format!("{key} {op} {bound} matches no node ({why})"))
+}
+
+fn example_value(key: &str) -> &'static str {
+    match key {
+        WINDOWS_BUILD_LABEL => "10.0.20348",
+        AKS_OS_SKU_LABEL => "Windows2022",
+        _ => "linux",
     }
 }
 
@@ -69,27 +227,6 @@ pub fn nodes_without_key(key: &str) -> Option<Placement> {
     match key {
         OS_LABEL | BETA_OS_LABEL | AKS_OS_SKU_LABEL => Some(Placement::nowhere()),
         WINDOWS_BUILD_LABEL | GKE_WINDOWS_VERSION_LABEL => Some(Placement::linux()),
-        _ => None,
-    }
-}
-
-fn aks_os_sku(value: &str) -> Placement {
-    match value.strip_prefix("Windows") {
-        Some(year) => match year_build(year) {
-            Some(build) => Placement::windows(Builds::only(build)),
-            None => Placement::windows(Builds::Any),
-        },
-        // Ubuntu, AzureLinux, CBLMariner, Mariner: all Linux images.
-        None => Placement::linux(),
-    }
-}
-
-/// Windows Server year to build, as AKS and GKE name their node images.
-fn year_build(year: &str) -> Option<WindowsBuild> {
-    match year {
-        "2019" => WindowsBuild::from_release("ltsc2019"),
-        "2022" => WindowsBuild::from_release("ltsc2022"),
-        "2025" => WindowsBuild::from_release("ltsc2025"),
         _ => None,
     }
 }
@@ -132,5 +269,63 @@ mod tests {
             nodes_without_key(WINDOWS_BUILD_LABEL),
             Some(Placement::linux())
         );
+    }
+
+    #[test]
+    fn values_no_node_carries() {
+        for (key, value) in [
+            (AKS_OS_SKU_LABEL, "windows2022"),
+            (AKS_OS_SKU_LABEL, "Windows2016"),
+            (GKE_WINDOWS_VERSION_LABEL, "ltsc2022"),
+            (OS_LABEL, "Linux"),
+            (WINDOWS_BUILD_LABEL, "17763"),
+        ] {
+            assert_eq!(
+                nodes_with(key, value),
+                Some(Placement::nowhere()),
+                "{value}"
+            );
+            let why = why_no_node_carries(key, value).unwrap();
+            assert!(
+                why.starts_with(&format!("no node carries {key}={value} (")),
+                "{why}"
+            );
+        }
+        // Values some node carries, and keys that say nothing about placement.
+        assert_eq!(why_no_node_carries(AKS_OS_SKU_LABEL, "Windows2022"), None);
+        assert_eq!(why_no_node_carries(GKE_WINDOWS_VERSION_LABEL, "2019"), None);
+        assert_eq!(why_no_node_carries("example.com/pool", "x"), None);
+    }
+
+    #[test]
+    fn integer_comparisons() {
+        // Never integers: Gt/Lt match nothing whatever the bound.
+        for key in [
+            OS_LABEL,
+            BETA_OS_LABEL,
+            WINDOWS_BUILD_LABEL,
+            AKS_OS_SKU_LABEL,
+        ] {
+            assert_eq!(
+                nodes_compared(key, true, i64::MIN),
+                Some(Placement::nowhere())
+            );
+            assert!(why_no_node_compares(key, false, 0).is_some());
+        }
+        let gke = |greater, bound| nodes_compared(GKE_WINDOWS_VERSION_LABEL, greater, bound);
+        assert_eq!(
+            gke(false, 2020)
+                .and_then(|p| p.windows)
+                .and_then(|b| b.single()),
+            WindowsBuild::from_release("ltsc2019")
+        );
+        assert_eq!(gke(true, 2018).and_then(|p| p.os()), Some(Os::Windows));
+        assert_eq!(gke(true, 2025), Some(Placement::nowhere()));
+        assert_eq!(gke(false, 2019), Some(Placement::nowhere()));
+        assert_eq!(
+            why_no_node_compares(GKE_WINDOWS_VERSION_LABEL, true, 2022),
+            None
+        );
+        assert_eq!(nodes_compared("example.com/gpus", true, 1), None);
     }
 }

@@ -7,7 +7,10 @@ use crate::constraint::{Builds, Os, Placement};
 use crate::diagnostics::{Code, Diagnostic};
 use crate::image::{classify, ImageOs};
 use crate::kinds::FieldPath;
-use crate::labels::{is_placement_label, nodes_with, selector_placement, BETA_OS_LABEL, OS_LABEL};
+use crate::labels::{
+    is_placement_label, nodes_with, selector_placement, why_no_node_carries, BETA_OS_LABEL,
+    OS_LABEL,
+};
 use crate::settings::Settings;
 use crate::spec::{host_process, PodView};
 
@@ -200,9 +203,7 @@ impl Found {
             } else {
                 Source::NodeSelector
             };
-            let reason = placement
-                .is_empty()
-                .then(|| "no node carries this label value".to_string());
+            let reason = why_no_node_carries(key, value);
             self.push(Signal::new(source, &path, format!("{value:?}"), placement).because(reason));
         }
     }
@@ -219,9 +220,11 @@ impl Found {
             .field("affinity")
             .field("nodeAffinity")
             .field("requiredDuringSchedulingIgnoredDuringExecution");
-        let reason = placement
-            .is_empty()
-            .then(|| "no node satisfies these terms".to_string());
+        let reason = placement.is_empty().then(|| {
+            affinity::why_no_node(required).unwrap_or_else(|| {
+                format!("no node satisfies all of {}", affinity::describe(required))
+            })
+        });
         let value = affinity::describe(required);
         self.push(Signal::new(Source::Affinity, &path, value, placement).because(reason));
     }
@@ -366,13 +369,17 @@ pub fn find_conflicts(signals: &[Signal]) -> Vec<Diagnostic> {
     let mut found = Vec::new();
     for signal in signals.iter().filter(|s| s.placement.is_empty()) {
         let fix = match signal.source {
-            Source::Affinity => "let at least one nodeSelectorTerm admit linux or windows nodes (kubernetes.io/os values are lower case)",
-            _ => "use a value nodes carry: kubernetes.io/os is linux or windows, node.kubernetes.io/windows-build is 10.0.N (e.g. 10.0.20348)",
+            Source::Affinity => "fix or remove what no node matches, so that at least one nodeSelectorTerm admits nodes",
+            _ => "use a value nodes carry, or remove the entry",
+        };
+        let message = match &signal.reason {
+            Some(reason) => format!("{reason}, so the pod can never be scheduled"),
+            None => format!("{} admits no node", signal.value),
         };
         found.push(Diagnostic::new(
             Code::Unschedulable,
             &signal.path,
-            format!("{} admits no node", signal.describe()),
+            message,
             fix,
         ));
     }

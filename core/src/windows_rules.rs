@@ -6,86 +6,138 @@ use serde_json::{Map, Value};
 use crate::diagnostics::{Code, Diagnostic};
 use crate::spec::{host_process, PodView};
 
-const POD_SECURITY_CONTEXT_FIELDS: &[&str] = &[
-    "appArmorProfile",
-    "seLinuxOptions",
-    "seccompProfile",
-    "fsGroup",
-    "fsGroupChangePolicy",
-    "sysctls",
-    "runAsUser",
-    "runAsGroup",
-    "supplementalGroups",
-    "supplementalGroupsPolicy",
-    "seLinuxChangePolicy",
+/// When `validateWindows` (kubernetes pkg/apis/core/validation/validation.go)
+/// counts a field as set. It checks the internal API's types, into which the
+/// v1 pod spec's host namespace fields are converted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SetWhen {
+    /// A pointer, struct or list (`!= nil`): any value but null, even false,
+    /// 0 or empty.
+    Present,
+    /// A plain bool of the internal API (`HostPID`, `HostIPC`): only true.
+    True,
+    /// Tested with `len(...) > 0`: a non-empty list.
+    NonEmpty,
+}
+
+use SetWhen::{NonEmpty, Present, True};
+
+/// `spec` fields: `HostPID`/`HostIPC` are bools of the internal
+/// PodSecurityContext, `HostUsers`/`ShareProcessNamespace` pointers.
+const POD_FIELDS: &[(&str, SetWhen)] = &[
+    ("hostUsers", Present),
+    ("hostPID", True),
+    ("hostIPC", True),
+    ("shareProcessNamespace", Present),
 ];
-const POD_FIELDS: &[&str] = &["hostUsers", "hostPID", "hostIPC", "shareProcessNamespace"];
-const CONTAINER_SECURITY_CONTEXT_FIELDS: &[&str] = &[
-    "appArmorProfile",
-    "seLinuxOptions",
-    "seccompProfile",
-    "capabilities",
-    "readOnlyRootFilesystem",
-    "privileged",
-    "allowPrivilegeEscalation",
-    "procMount",
-    "runAsUser",
-    "runAsGroup",
+const POD_SECURITY_CONTEXT_FIELDS: &[(&str, SetWhen)] = &[
+    ("appArmorProfile", Present),
+    ("seLinuxOptions", Present),
+    ("seccompProfile", Present),
+    ("fsGroup", Present),
+    ("fsGroupChangePolicy", Present),
+    ("sysctls", NonEmpty),
+    ("runAsUser", Present),
+    ("runAsGroup", Present),
+    ("supplementalGroups", Present),
+    ("supplementalGroupsPolicy", Present),
+    ("seLinuxChangePolicy", Present),
 ];
+/// Every container, init and ephemeral ones included (VisitContainersWithPath).
+const CONTAINER_SECURITY_CONTEXT_FIELDS: &[(&str, SetWhen)] = &[
+    ("appArmorProfile", Present),
+    ("seLinuxOptions", Present),
+    ("seccompProfile", Present),
+    ("capabilities", Present),
+    ("readOnlyRootFilesystem", Present),
+    ("privileged", Present),
+    ("allowPrivilegeEscalation", Present),
+    ("procMount", Present),
+    ("runAsUser", Present),
+    ("runAsGroup", Present),
+];
+
+/// One forbidden field the pod sets.
+struct Found {
+    path: String,
+    field: &'static str,
+    rule: SetWhen,
+    value: &'static str,
+}
 
 /// Fields the API forbids once `spec.os.name` is windows. With `enforced`
 /// they are violations; otherwise warnings, since the API accepts them
 /// (and Windows ignores them) while `spec.os` is unset.
 pub fn forbidden_fields(pod: &PodView<'_>, enforced: bool) -> Vec<Diagnostic> {
-    let mut paths = Vec::new();
-    for field in POD_FIELDS {
-        if is_set(pod.raw, field) {
-            paths.push(pod.field(field).display().to_string());
-        }
-    }
+    let mut found = set_fields(pod.raw, POD_FIELDS, |f| pod.field(f).display().to_string());
     if let Some(sc) = pod.security_context {
         let base = pod.field("securityContext");
-        paths.extend(
-            set_fields(sc, POD_SECURITY_CONTEXT_FIELDS)
-                .map(|f| base.field(f).display().to_string()),
-        );
+        found.extend(set_fields(sc, POD_SECURITY_CONTEXT_FIELDS, |f| {
+            base.field(f).display().to_string()
+        }));
     }
     for container in &pod.containers {
         if let Some(sc) = container.security_context {
             let base = container.path.field("securityContext");
-            paths.extend(
-                set_fields(sc, CONTAINER_SECURITY_CONTEXT_FIELDS)
-                    .map(|f| base.field(f).display().to_string()),
-            );
+            found.extend(set_fields(sc, CONTAINER_SECURITY_CONTEXT_FIELDS, |f| {
+                base.field(f).display().to_string()
+            }));
         }
     }
-    paths
-        .into_iter()
-        .map(|path| {
-            let fix = if path.ends_with(".runAsUser") || path.ends_with(".runAsGroup") {
-                "remove it; Windows pods choose their user with securityContext.windowsOptions.runAsUserName"
-            } else {
-                "remove it: it is a Linux-only field"
+    found.iter().map(|f| diagnostic(f, enforced)).collect()
+}
+
+fn diagnostic(found: &Found, enforced: bool) -> Diagnostic {
+    let message = match (enforced, found.value) {
+        (true, "") => "is forbidden for Windows pods, and this pod has or is given spec.os.name: windows".to_string(),
+        (true, value) => format!("is forbidden for Windows pods even when {value}, and this pod has or is given spec.os.name: windows"),
+        (false, _) => "is Linux-only: Windows ignores it; the API rejects it once spec.os.name is windows".to_string(),
+    };
+    let fix = match (found.field, found.rule) {
+        ("runAsUser" | "runAsGroup", _) => {
+            "remove it; on Windows use securityContext.windowsOptions.runAsUserName"
+        }
+        (_, True) => "remove it or set it to false",
+        _ => "remove it",
+    };
+    Diagnostic::new(Code::ForbiddenField, &found.path, message, fix)
+}
+
+fn set_fields(
+    map: &Map<String, Value>,
+    fields: &'static [(&'static str, SetWhen)],
+    path: impl Fn(&str) -> String,
+) -> Vec<Found> {
+    fields
+        .iter()
+        .filter_map(|&(field, rule)| {
+            let value = map.get(field)?;
+            let set = match rule {
+                Present => !value.is_null(),
+                True => value.as_bool() == Some(true),
+                NonEmpty => value.as_array().is_some_and(|items| !items.is_empty()),
             };
-            let message = if enforced {
-                "is forbidden for Windows pods, and this pod has or is given spec.os.name: windows"
-            } else {
-                "is a Linux-only field on a Windows pod: Windows ignores it, and the API rejects it once spec.os.name is windows"
-            };
-            Diagnostic::new(Code::ForbiddenField, path, message, fix)
+            set.then(|| Found {
+                path: path(field),
+                field,
+                rule,
+                value: unremarkable(value),
+            })
         })
         .collect()
 }
 
-fn is_set(map: &Map<String, Value>, field: &str) -> bool {
-    map.get(field).is_some_and(|v| !v.is_null())
-}
-
-fn set_fields<'m>(
-    map: &'m Map<String, Value>,
-    fields: &'static [&'static str],
-) -> impl Iterator<Item = &'static str> + 'm {
-    fields.iter().copied().filter(|f| is_set(map, f))
+/// How a value that looks harmless reads in a message ("false", "empty"),
+/// so users see that the API forbids it anyway; "" for other values.
+fn unremarkable(value: &Value) -> &'static str {
+    match value {
+        Value::Bool(false) => "false",
+        Value::Number(n) if n.as_i64() == Some(0) => "0",
+        Value::String(s) if s.is_empty() => "empty",
+        Value::Array(items) if items.is_empty() => "empty",
+        Value::Object(map) if map.is_empty() => "empty",
+        _ => "",
+    }
 }
 
 /// HostProcess rules: all containers or none, pod and container agree,
