@@ -319,19 +319,28 @@ fn strong_token(token: &str) -> bool {
     STRONG_WINDOWS_TOKENS.contains(&token) || joined_release(token).is_some()
 }
 
-/// For a Windows word at the head of `rest`, the release it names, skipping fillers.
-fn release_of_word<'t>(mut rest: impl Iterator<Item = &'t str>) -> Option<WindowsBuild> {
-    rest.find(|t| !RELEASE_FILLERS.contains(t))
+/// Fillers skipped between a Windows word and its release, at most.
+const MAX_FILLERS: usize = 2;
+
+/// For a Windows word followed by `rest`, the release it names, skipping fillers.
+fn release_of_word<'t>(rest: impl Iterator<Item = &'t str>) -> Option<WindowsBuild> {
+    rest.take(MAX_FILLERS + 1)
+        .find(|t| !RELEASE_FILLERS.contains(t))
         .and_then(release_after_word)
+}
+
+/// Each token of a run with an iterator over the tokens after it (linear in the run).
+fn with_rest(run: &str) -> impl Iterator<Item = (&str, impl Iterator<Item = &str> + Clone)> {
+    let mut rest = tokens(run);
+    std::iter::from_fn(move || rest.next().map(|token| (token, rest.clone())))
 }
 
 /// Builds a run of tokens names, in order. `bare` lets release numbers (`1809`) and
 /// versions (`10.0.17763.4131`) count alone, as they do in known Windows repositories.
 fn run_builds(run: &str, bare: bool) -> impl Iterator<Item = WindowsBuild> + '_ {
-    let all = tokens(run);
-    all.clone().enumerate().filter_map(move |(i, token)| {
+    with_rest(run).filter_map(move |(token, rest)| {
         if WINDOWS_WORDS.contains(&token) {
-            return release_of_word(all.clone().skip(i + 1));
+            return release_of_word(rest);
         }
         joined_release(token).or_else(|| {
             if bare {
@@ -361,14 +370,10 @@ fn agreed(builds: impl Iterator<Item = WindowsBuild>) -> Option<WindowsBuild> {
 /// `node-windows`) or a Windows word with its release (`win-2022`). `windows-11` does
 /// not: desktop editions are virtual machine images.
 fn windows_word_in(run: &str) -> bool {
-    let all = tokens(run);
-    all.clone().enumerate().any(|(i, token)| {
-        let mut rest = all.clone().skip(i + 1);
-        match token {
-            "windows" => !rest.next().is_some_and(|t| DESKTOP_EDITIONS.contains(&t)),
-            "win" => release_of_word(rest).is_some(),
-            _ => false,
-        }
+    with_rest(run).any(|(token, mut rest)| match token {
+        "windows" => !rest.next().is_some_and(|t| DESKTOP_EDITIONS.contains(&t)),
+        "win" => release_of_word(rest).is_some(),
+        _ => false,
     })
 }
 
@@ -385,8 +390,8 @@ pub fn maybe_windows_warning(path: &str, image: &str) -> Diagnostic {
     Diagnostic::new(
         Code::AmbiguousImage,
         path,
-        format!("{quoted} may be a Windows image, so no OS was set"),
-        "list it in windowsImages or add an OS nodeSelector",
+        format!("{quoted} may be Windows: OS left unset"),
+        "set windowsImages or an OS nodeSelector",
     )
 }
 
