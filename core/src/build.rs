@@ -135,6 +135,19 @@ impl WindowsBuild {
             .map(|&(_, build)| build)
     }
 
+    /// Windows Server years as image tags write them after a Windows word
+    /// (`windows-2019`, `win2022`, `servercore2019`): "2016", "2019", "2022", "2025".
+    /// A bare year is no build: only the caller knows the word before it.
+    pub fn from_server_year(s: &str) -> Option<Self> {
+        match s {
+            "2016" => Some(Self::LTSC2016),
+            "2019" => Some(Self::LTSC2019),
+            "2022" => Some(Self::LTSC2022),
+            "2025" => Some(Self::LTSC2025),
+            _ => None,
+        }
+    }
+
     /// Human name for messages, e.g. "Windows Server 2022 (ltsc2022)"; None for unknown builds.
     pub fn release_name(self) -> Option<&'static str> {
         let name = match self {
@@ -264,6 +277,29 @@ mod tests {
             "ǅ",
         ] {
             assert_eq!(WindowsBuild::from_release(name), None, "{name:?}");
+        }
+    }
+
+    /// Windows Server 2016/2019/2022/2025 are LTSC releases (hcsshim osversion/windowsbuilds.go).
+    #[test]
+    fn server_years() {
+        for (year, build) in [
+            ("2016", 14393),
+            ("2019", 17763),
+            ("2022", 20348),
+            ("2025", 26100),
+        ] {
+            assert_eq!(
+                WindowsBuild::from_server_year(year),
+                Some(WindowsBuild::new(build)),
+                "{year}"
+            );
+        }
+        // Not server years: SAC numbers, other years, desktop versions, padding.
+        for s in [
+            "1809", "2004", "2009", "2020", "2023", "11", "10", "", " 2019", "02019", "ltsc2022",
+        ] {
+            assert_eq!(WindowsBuild::from_server_year(s), None, "{s:?}");
         }
     }
 

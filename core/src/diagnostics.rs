@@ -43,6 +43,8 @@ pub enum Code {
     EphemeralContainerMismatch,
     /// A Windows image whose tag names no build.
     UnknownBuild,
+    /// An image that only may be a Windows image: the OS is left open.
+    AmbiguousImage,
     /// A deprecated label.
     DeprecatedLabel,
     /// A policy setting that is missing, of the wrong type or out of range.
@@ -77,6 +79,7 @@ impl Code {
             Code::HostProcess => "host-process",
             Code::EphemeralContainerMismatch => "ephemeral-container-mismatch",
             Code::UnknownBuild => "unknown-build",
+            Code::AmbiguousImage => "ambiguous-image",
             Code::DeprecatedLabel => "deprecated-label",
             Code::InvalidSetting => "invalid-setting",
             Code::OsUndetermined => "os-undetermined",

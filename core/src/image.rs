@@ -1,10 +1,12 @@
 //! Which OS (and Windows build) a container image reference says it needs.
 //!
 //! Only the reference text is used: no registry is contacted. Conventions are those of
-//! `shared/domain-facts.md` ("Image tag conventions"). When in doubt the answer is
-//! `Unknown`: a wrong OS or build would make a pod unschedulable.
+//! `shared/domain-facts.md` ("Image tag conventions") and of the vendors named below.
+//! When in doubt the answer is `Unknown` (or `MaybeWindows`, which only warns): a wrong
+//! OS or build would make a pod unschedulable.
 
 use crate::build::WindowsBuild;
+use crate::diagnostics::{Code, Diagnostic};
 use crate::glob::{Glob, GlobError};
 
 /// A settings rule (`windowsImages[]`): images matching `pattern` are Windows images.
@@ -12,7 +14,9 @@ use crate::glob::{Glob, GlobError};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImageRule {
     pub pattern: Glob,
-    /// Build of the matching images; None to take it from the tag, if the tag gives one.
+    /// Build of the matching images. None: the build is only what the tag names as a
+    /// Windows release (`ltsc2022`, `windows-2019`); a version number (`1809`, `10.0.1`)
+    /// of a private image is never taken for a build.
     pub windows_build: Option<WindowsBuild>,
 }
 
@@ -34,6 +38,11 @@ pub enum ImageOs {
     /// `settings windowsImages[0] (registry.example.com/win/*)`.
     Windows {
         build: Option<WindowsBuild>,
+        reason: String,
+    },
+    /// A hint too weak to act on: a repository named after Windows under an owner not
+    /// known to publish Windows images (`registry.example.com/team/windows`). Warn only.
+    MaybeWindows {
         reason: String,
     },
     Linux {
@@ -141,7 +150,8 @@ fn valid_registry(s: &str) -> bool {
         })
 }
 
-/// Tag tokens that say Windows on any image.
+/// Tokens that say Windows on any image, in the tag or in a path segment
+/// (`redis:3.0-nanoserver`, `.../images/nanoserver-ltsc2025:1.4`).
 const STRONG_WINDOWS_TOKENS: &[&str] = &[
     "ltsc2016",
     "ltsc2019",
@@ -151,9 +161,65 @@ const STRONG_WINDOWS_TOKENS: &[&str] = &[
     "windowsserver",
     "servercore",
     "nanoserver",
-    "windows",
     // HostProcess containers exist only on Windows.
     "hostprocess",
+];
+
+/// Words a Windows release follows, apart (`windows-2019`, `win-ltsc2022`,
+/// `servercore-1809`) or joined (`win2022`, `servercore2019`). Longest first.
+const WINDOWS_WORDS: &[&str] = &[
+    "windowsservercore",
+    "windowsserver",
+    "servercore",
+    "nanoserver",
+    "windows",
+    "win",
+    "ltsc",
+];
+
+/// Tokens that may stand between a Windows word and its release:
+/// `windows-server-2022`, `windows-amd64-1809`.
+const RELEASE_FILLERS: &[&str] = &["server", "core", "ltsc", "amd64"];
+
+/// Desktop editions after a Windows word (`windows-11`): no container base image is a
+/// desktop edition, so such a name is a virtual machine image, not a Windows container.
+const DESKTOP_EDITIONS: &[&str] = &["7", "8", "10", "11", "xp", "vista"];
+
+/// Tokens of images that mention Windows without being Windows images: cross-compiler
+/// target triples (`x86_64-pc-windows-gnu`, `aarch64-pc-windows-msvc`,
+/// `x86_64-w64-mingw32`), Wine or a virtual machine in a Linux container, and
+/// controllers that manage Windows nodes from Linux (gMSA webhook, OpenShift WMCO).
+const NOT_WINDOWS_TOKENS: &[&str] = &[
+    "msvc", "gnu", "gnullvm", "mingw", "mingw32", "mingw64", "w64", "llvm", "xwin", "cross",
+    "wine", "qemu", "kvm", "vm", "vnc", "webhook", "operator",
+];
+
+/// Owners whose Windows-named images are Linux images: cross-compiler toolchains
+/// (dockcross, cross-rs, rustembedded/cross) and Windows in a VM (dockur/windows).
+const NOT_WINDOWS_OWNERS: &[&str] = &["dockcross", "cross-rs", "rustembedded", "dockur", "dockurr"];
+
+/// Owners (any path segment but the last, so mirrors count) that publish only Windows
+/// images: SIG Windows tools on Docker Hub, and `winamd64`, the Docker Hub namespace of
+/// the official images' windows-amd64 builds (docker-library/official-images README).
+const WINDOWS_ONLY_OWNERS: &[&str] = &["sigwindowstools", "winamd64"];
+
+/// Owners whose Windows-named repositories are Windows images: calico/windows and
+/// calico/node-windows (Calico), prometheus-community/windows-exporter,
+/// rancher/mirrored-prometheus-windows-exporter (Rancher), kubernetes-sigs/sig-windows/*,
+/// and Microsoft's Docker Hub namespace. mcr.microsoft.com counts as a whole.
+const WINDOWS_PUBLISHERS: &[&str] = &[
+    "calico",
+    "prometheus-community",
+    "rancher",
+    "sig-windows",
+    "microsoft",
+];
+
+/// Docker Hub namespaces of official images built for one Linux architecture
+/// (docker-library/official-images README; Windows builds go to `winamd64`).
+const LINUX_ARCH_NAMESPACES: &[&str] = &[
+    "amd64", "arm32v5", "arm32v6", "arm32v7", "arm64v8", "i386", "mips64le", "ppc64le", "riscv64",
+    "s390x",
 ];
 
 /// Tag tokens naming a Linux distribution or flavour.
@@ -223,113 +289,253 @@ const DOTNET_MULTI_PLATFORM: &[&str] = &[
     "aspire-dashboard",
 ];
 
-/// Lower-cased facts about a parsed reference.
-struct Facts<'a> {
-    image: ImageRef<'a>,
-    segments: Vec<String>,
-    tokens: Vec<String>,
+/// The tokens of a tag or of one path segment: `3.0-nanoserver_1809` gives
+/// `3.0`, `nanoserver`, `1809`. Borrowed, never copied.
+fn tokens(run: &str) -> impl Iterator<Item = &str> + Clone {
+    run.split(['-', '_']).filter(|t| !t.is_empty())
 }
 
-impl<'a> Facts<'a> {
-    fn new(image: ImageRef<'a>) -> Self {
-        let segments = image
-            .repository
-            .split('/')
-            .map(str::to_ascii_lowercase)
-            .collect();
-        let tokens = image
-            .tag
-            .map(|t| {
-                let t = t.to_ascii_lowercase();
-                t.split(['-', '_'])
-                    .filter(|s| !s.is_empty())
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default();
-        Self {
-            image,
-            segments,
-            tokens,
+/// The build a release written after a Windows word names: a server year, a release
+/// name or number, or a `10.0.N` version.
+fn release_after_word(token: &str) -> Option<WindowsBuild> {
+    WindowsBuild::from_server_year(token)
+        .or_else(|| WindowsBuild::from_release(token))
+        .or_else(|| WindowsBuild::parse_version(token))
+}
+
+/// The build of a Windows word joined to its release: `ltsc2022`, `win2022`,
+/// `windows2019`, `servercore2019`, `nanoserver1809`.
+fn joined_release(token: &str) -> Option<WindowsBuild> {
+    WINDOWS_WORDS.iter().find_map(|word| {
+        token
+            .strip_prefix(word)
+            .filter(|rest| !rest.is_empty())
+            .and_then(release_after_word)
+    })
+}
+
+/// A token that says Windows wherever it appears.
+fn strong_token(token: &str) -> bool {
+    STRONG_WINDOWS_TOKENS.contains(&token) || joined_release(token).is_some()
+}
+
+/// Fillers skipped between a Windows word and its release, at most.
+const MAX_FILLERS: usize = 2;
+
+/// For a Windows word followed by `rest`, the release it names, skipping fillers.
+fn release_of_word<'t>(rest: impl Iterator<Item = &'t str>) -> Option<WindowsBuild> {
+    rest.take(MAX_FILLERS + 1)
+        .find(|t| !RELEASE_FILLERS.contains(t))
+        .and_then(release_after_word)
+}
+
+/// Each token of a run with an iterator over the tokens after it (linear in the run).
+fn with_rest(run: &str) -> impl Iterator<Item = (&str, impl Iterator<Item = &str> + Clone)> {
+    let mut rest = tokens(run);
+    std::iter::from_fn(move || rest.next().map(|token| (token, rest.clone())))
+}
+
+/// Builds a run of tokens names, in order. `bare` lets release numbers (`1809`) and
+/// versions (`10.0.17763.4131`) count alone, as they do in known Windows repositories.
+fn run_builds(run: &str, bare: bool) -> impl Iterator<Item = WindowsBuild> + '_ {
+    with_rest(run).filter_map(move |(token, rest)| {
+        if WINDOWS_WORDS.contains(&token) {
+            return release_of_word(rest);
+        }
+        joined_release(token).or_else(|| {
+            if bare {
+                WindowsBuild::from_release(token).or_else(|| WindowsBuild::parse_version(token))
+            } else {
+                None
+            }
+        })
+    })
+}
+
+/// The one build all `builds` agree on; None when there is none or they disagree
+/// (no pin beats a wrong pin).
+fn agreed(builds: impl Iterator<Item = WindowsBuild>) -> Option<WindowsBuild> {
+    let mut found = None;
+    for build in builds {
+        match found {
+            None => found = Some(build),
+            Some(earlier) if earlier == build => {}
+            Some(_) => return None,
         }
     }
+    found
+}
 
-    fn has_token(&self, list: &[&str]) -> bool {
-        self.tokens.iter().any(|t| list.contains(&t.as_str()))
+/// Whether a run says Windows through the word `windows` (`1.2-windows-amd64`,
+/// `node-windows`) or a Windows word with its release (`win-2022`). `windows-11` does
+/// not: desktop editions are virtual machine images.
+fn windows_word_in(run: &str) -> bool {
+    with_rest(run).any(|(token, mut rest)| match token {
+        "windows" => !rest.next().is_some_and(|t| DESKTOP_EDITIONS.contains(&t)),
+        "win" => release_of_word(rest).is_some(),
+        _ => false,
+    })
+}
+
+/// Longest image text quoted in a warning, so the warning stays under 256 characters.
+const MAX_QUOTED_IMAGE: usize = 60;
+
+/// The warning for an image that only may be a Windows image: the OS is left open.
+pub fn maybe_windows_warning(path: &str, image: &str) -> Diagnostic {
+    let image = image.trim();
+    let quoted = match image.char_indices().nth(MAX_QUOTED_IMAGE) {
+        Some((cut, _)) => format!("\"{}...\"", image.get(..cut).unwrap_or_default()),
+        None => format!("{image:?}"),
+    };
+    Diagnostic::new(
+        Code::AmbiguousImage,
+        path,
+        format!("{quoted} may be Windows: OS left unset"),
+        "set windowsImages or an OS nodeSelector",
+    )
+}
+
+/// Facts about a parsed reference: `written` for messages, `lower` (one lower-case copy
+/// of the whole reference) for matching.
+struct Facts<'w, 'l> {
+    written: ImageRef<'w>,
+    lower: ImageRef<'l>,
+}
+
+impl<'l> Facts<'_, 'l> {
+    fn segments(&self) -> impl Iterator<Item = &'l str> + Clone {
+        self.lower.repository.split('/')
+    }
+
+    fn last_segment(&self) -> &'l str {
+        self.segments().last().unwrap_or_default()
+    }
+
+    fn tag(&self) -> &'l str {
+        self.lower.tag.unwrap_or_default()
+    }
+
+    fn tag_phrase(&self) -> String {
+        format!("tag {}", self.written.tag.unwrap_or_default())
+    }
+
+    fn repo_phrase(&self) -> String {
+        format!("repository {}", self.written.name())
+    }
+
+    /// A path segment other than the last (an owner, or a mirror's prefix) is in `list`.
+    fn owner_in(&self, list: &[&str]) -> bool {
+        let count = self.segments().count();
+        self.segments()
+            .take(count.saturating_sub(1))
+            .any(|s| list.contains(&s))
     }
 
     /// `segments[i] == a` and `segments[i + 1]` satisfies `next`, for some i.
     fn has_pair(&self, a: &str, next: impl Fn(&str) -> bool) -> bool {
-        self.segments
-            .windows(2)
-            .any(|w| matches!(w, [x, y] if x == a && next(y)))
+        self.segments()
+            .zip(self.segments().skip(1))
+            .any(|(x, y)| x == a && next(y))
     }
 
-    fn last_segment(&self) -> &str {
-        self.segments.last().map_or("", String::as_str)
+    /// Anything in the reference marks a tool about Windows rather than a Windows image.
+    fn not_windows_context(&self) -> bool {
+        self.owner_in(NOT_WINDOWS_OWNERS)
+            || self
+                .segments()
+                .flat_map(tokens)
+                .chain(tokens(self.tag()))
+                .any(|t| NOT_WINDOWS_TOKENS.contains(&t))
+    }
+
+    /// The build the reference names: path segments by Windows words only, the tag also
+    /// by bare release numbers when `bare_tag`. Disagreeing names give None.
+    fn build(&self, bare_tag: bool) -> Option<WindowsBuild> {
+        let path = self.segments().flat_map(|s| run_builds(s, false));
+        agreed(path.chain(run_builds(self.tag(), bare_tag)))
+    }
+
+    /// Only what names a Windows release (`ltsc2022`, `windows-2019`), never a version:
+    /// the build a `windowsImages` rule without `windowsBuild` reads.
+    fn named_build(&self) -> Option<WindowsBuild> {
+        self.build(false)
     }
 
     /// Repositories that hold only Windows images, where a bare release number is a build.
     fn is_known_windows_repository(&self) -> bool {
-        let last_is = |list: &[&str]| list.contains(&self.last_segment());
+        let count = self.segments().count();
+        let last = self.last_segment();
         self.has_pair("windows", |y| WINDOWS_BASE_NAMES.contains(&y))
             // mcr.microsoft.com/windows:1809 (the full "windows" image).
-            || (self.segments.len() == 1 && self.last_segment() == "windows" && !self.image.is_docker_hub())
+            || (count == 1 && last == "windows" && !self.lower.is_docker_hub())
             || self.has_pair("dotnet", |y| y == "framework")
-            || (self.segments.len() >= 2
-                && last_is(RETIRED_MICROSOFT_WINDOWS)
-                && self.segments.iter().rev().nth(1).is_some_and(|s| s == "microsoft"))
+            || (count >= 2
+                && RETIRED_MICROSOFT_WINDOWS.contains(&last)
+                && self.segments().nth(count - 2) == Some("microsoft"))
     }
 
-    /// Path segments that only Windows images use.
-    fn has_windows_path(&self) -> bool {
-        let last = self.last_segment();
-        // Linux images named after Windows: the gMSA admission webhook, cross-compilers.
-        let linux_exception =
-            last == "k8s-gmsa-webhook" || self.segments.iter().any(|s| s == "dockcross");
-        if linux_exception {
+    fn tag_says_windows(&self, tool: bool) -> bool {
+        tokens(self.tag()).any(strong_token) || (!tool && windows_word_in(self.tag()))
+    }
+
+    /// A path segment with a strong token or a Windows release, a Windows-only owner,
+    /// a `*-windows` variant name, or a Windows-named repository of a known publisher.
+    fn path_says_windows(&self, tool: bool) -> bool {
+        if self.segments().flat_map(tokens).any(strong_token) {
+            return true;
+        }
+        if tool {
             return false;
         }
-        self.segments
-            .iter()
-            .any(|s| s == "sigwindowstools" || s == "windows")
-            || last.starts_with("windows-")
-            || last.ends_with("-windows")
+        let variant = tokens(self.last_segment()).count() > 1
+            && tokens(self.last_segment()).last() == Some("windows");
+        let publisher = self.owner_in(WINDOWS_PUBLISHERS)
+            || self
+                .lower
+                .registry
+                .is_some_and(|r| r == "mcr.microsoft.com");
+        self.owner_in(WINDOWS_ONLY_OWNERS)
+            || variant
+            || self
+                .segments()
+                .any(|s| run_builds(s, false).next().is_some())
+            || (publisher && self.segments().any(windows_word_in))
     }
 
-    /// The build the tag names; `bare_numbers` lets SAC numbers and 10.0.N versions count.
-    /// Conflicting builds give None: no pin beats a wrong pin.
-    fn tag_build(&self, bare_numbers: bool) -> Option<WindowsBuild> {
-        let mut found: Option<WindowsBuild> = None;
-        for token in &self.tokens {
-            let build = if token.starts_with("ltsc") || bare_numbers {
-                WindowsBuild::from_release(token).or_else(|| WindowsBuild::parse_version(token))
-            } else {
-                None
-            };
-            match (found, build) {
-                (_, None) => {}
-                (None, Some(b)) => found = Some(b),
-                (Some(a), Some(b)) if a == b => {}
-                (Some(_), Some(_)) => return None,
+    fn windows(&self) -> Option<ImageOs> {
+        let tool = self.not_windows_context();
+        let (build, reason) = if self.is_known_windows_repository() {
+            (self.build(true), self.repo_phrase())
+        } else if self.tag_says_windows(tool) {
+            (self.build(true), self.tag_phrase())
+        } else if self.path_says_windows(tool) {
+            (self.build(false), self.repo_phrase())
+        } else {
+            return None;
+        };
+        Some(ImageOs::Windows { build, reason })
+    }
+
+    /// A Windows-named path segment no rule above vouches for.
+    fn maybe_windows(&self) -> Option<ImageOs> {
+        (!self.not_windows_context() && self.segments().any(windows_word_in)).then(|| {
+            ImageOs::MaybeWindows {
+                reason: self.repo_phrase(),
             }
-        }
-        found
+        })
     }
 
     fn has_linux_token(&self) -> bool {
-        self.has_token(LINUX_TOKENS)
-            || self.tokens.iter().any(|t| {
-                LINUX_VERSIONED_TOKENS.iter().any(|name| {
+        tokens(self.tag()).any(|t| {
+            LINUX_TOKENS.contains(&t)
+                || LINUX_VERSIONED_TOKENS.iter().any(|name| {
                     t.strip_prefix(name)
                         .is_some_and(|v| v.bytes().all(|b| b.is_ascii_digit() || b == b'.'))
                 })
-            })
-            // Red Hat UBI: ubi8, ubi9.
-            || self.tokens.iter().any(|t| {
-                t.strip_prefix("ubi")
+                // Red Hat UBI: ubi8, ubi9.
+                || t.strip_prefix("ubi")
                     .is_some_and(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
-            })
+        })
     }
 
     fn is_linux_official_image(&self) -> bool {
@@ -337,102 +543,106 @@ impl<'a> Facts<'a> {
         if !LINUX_OFFICIAL_IMAGES.contains(&last) {
             return false;
         }
-        let n = self.segments.len();
-        let parent = n.checked_sub(2).and_then(|i| self.segments.get(i));
-        (self.image.is_docker_hub() && n == 1)
-            || parent.is_some_and(|p| p == "library")
-            || (last == "amazonlinux" && parent.is_some_and(|p| p == "amazonlinux"))
+        let count = self.segments().count();
+        let parent = count.checked_sub(2).and_then(|i| self.segments().nth(i));
+        (self.lower.is_docker_hub() && count == 1)
+            || parent == Some("library")
+            || (last == "amazonlinux" && parent == Some("amazonlinux"))
+    }
+
+    /// Docker Hub `arm64v8/python`: an official image built for one Linux architecture.
+    fn is_linux_arch_namespace(&self) -> bool {
+        self.lower.is_docker_hub()
+            && self.segments().count() == 2
+            && self
+                .segments()
+                .next()
+                .is_some_and(|s| LINUX_ARCH_NAMESPACES.contains(&s))
     }
 
     /// mcr .NET images whose tag means Linux. .NET 8 made the plain version tags Linux-only
     /// (dotnet/dotnet-docker#4492); earlier ones also list Windows.
     fn is_dotnet_linux(&self) -> bool {
-        let Some(i) = self.segments.iter().position(|s| s == "dotnet") else {
+        let Some(rest) = after_segment(self.lower.repository, "dotnet") else {
             return false;
         };
-        let rest = self.segments.get(i + 1..).unwrap_or_default();
-        let rest = match rest {
-            [first, tail @ ..] if first == "nightly" => tail,
-            _ => rest,
-        };
-        let name = rest.join("/");
+        let name = rest.strip_prefix("nightly/").unwrap_or(rest);
         if name == "runtime-deps" {
             return true; // no Windows variant exists
         }
-        let major = self
-            .tokens
-            .first()
+        let major = tokens(self.tag())
+            .next()
             .and_then(|t| t.split('.').next())
             .and_then(|m| m.parse::<u32>().ok());
-        DOTNET_MULTI_PLATFORM.contains(&name.as_str()) && major.is_some_and(|m| m >= 8)
+        DOTNET_MULTI_PLATFORM.contains(&name) && major.is_some_and(|m| m >= 8)
     }
+
+    fn linux(&self) -> Option<ImageOs> {
+        let reason = if self.has_linux_token() {
+            self.tag_phrase()
+        } else if self.is_linux_official_image() || self.is_linux_arch_namespace() {
+            self.repo_phrase()
+        } else if self.is_dotnet_linux() {
+            match self.written.tag {
+                Some(_) => format!("{}, {}", self.repo_phrase(), self.tag_phrase()),
+                None => self.repo_phrase(),
+            }
+        } else {
+            return None;
+        };
+        Some(ImageOs::Linux { reason })
+    }
+
+    fn classify(&self) -> ImageOs {
+        self.windows()
+            .or_else(|| self.linux())
+            .or_else(|| self.maybe_windows())
+            .unwrap_or(ImageOs::Unknown)
+    }
+}
+
+/// What follows the path segment `name` in `repository` ("" when it is last).
+fn after_segment<'r>(repository: &'r str, name: &str) -> Option<&'r str> {
+    let mut start = 0;
+    for segment in repository.split('/') {
+        let end = start + segment.len();
+        if segment == name {
+            return Some(repository.get(end + 1..).unwrap_or_default());
+        }
+        start = end + 1;
+    }
+    None
+}
+
+/// The first settings rule matching `image`, as a Windows classification.
+fn by_rules(image: &str, rules: &[ImageRule], facts: Option<&Facts<'_, '_>>) -> Option<ImageOs> {
+    if rules.is_empty() {
+        return None;
+    }
+    let trimmed = image.trim();
+    let lower = trimmed.to_lowercase();
+    let (i, rule) = rules.iter().enumerate().find(|(_, rule)| {
+        rule.pattern.matches(image) || rule.pattern.matches(trimmed) || rule.pattern.matches(&lower)
+    })?;
+    Some(ImageOs::Windows {
+        build: rule
+            .windows_build
+            .or_else(|| facts.and_then(Facts::named_build)),
+        reason: format!("settings windowsImages[{i}] ({})", rule.pattern.as_str()),
+    })
 }
 
 /// Classifies `image`: settings rules first, then the built-in conventions.
 pub fn classify(image: &str, rules: &[ImageRule]) -> ImageOs {
-    let facts = ImageRef::parse(image).map(Facts::new);
-
-    let lower = image.trim().to_lowercase();
-    for (i, rule) in rules.iter().enumerate() {
-        if rule.pattern.matches(image)
-            || rule.pattern.matches(image.trim())
-            || rule.pattern.matches(&lower)
-        {
-            let build = rule
-                .windows_build
-                .or_else(|| facts.as_ref().and_then(|f| f.tag_build(true)));
-            return ImageOs::Windows {
-                build,
-                reason: format!("settings windowsImages[{i}] ({})", rule.pattern.as_str()),
-            };
-        }
+    let written = ImageRef::parse(image);
+    let lower = written.map(|_| image.trim().to_ascii_lowercase());
+    let facts = written
+        .zip(lower.as_deref().and_then(ImageRef::parse))
+        .map(|(written, lower)| Facts { written, lower });
+    if let Some(os) = by_rules(image, rules, facts.as_ref()) {
+        return os;
     }
-
-    let Some(f) = facts else {
-        return ImageOs::Unknown;
-    };
-    let tag_phrase = || format!("tag {}", f.image.tag.unwrap_or_default());
-    let repo_phrase = || format!("repository {}", f.image.name());
-
-    let strong_tag = f.has_token(STRONG_WINDOWS_TOKENS);
-    if f.is_known_windows_repository() {
-        return ImageOs::Windows {
-            build: f.tag_build(true),
-            reason: repo_phrase(),
-        };
-    }
-    if strong_tag {
-        return ImageOs::Windows {
-            build: f.tag_build(true),
-            reason: tag_phrase(),
-        };
-    }
-    if f.has_windows_path() {
-        return ImageOs::Windows {
-            build: f.tag_build(false),
-            reason: repo_phrase(),
-        };
-    }
-
-    if f.has_linux_token() {
-        return ImageOs::Linux {
-            reason: tag_phrase(),
-        };
-    }
-    if f.is_linux_official_image() {
-        return ImageOs::Linux {
-            reason: repo_phrase(),
-        };
-    }
-    if f.is_dotnet_linux() {
-        return ImageOs::Linux {
-            reason: match f.image.tag {
-                Some(_) => format!("{}, {}", repo_phrase(), tag_phrase()),
-                None => repo_phrase(),
-            },
-        };
-    }
-    ImageOs::Unknown
+    facts.map_or(ImageOs::Unknown, |f| f.classify())
 }
 
 #[cfg(test)]
@@ -443,14 +653,16 @@ mod tests {
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     enum Want {
         Win(Option<u32>),
+        MaybeWin,
         Linux,
         Unknown,
     }
-    use Want::{Linux as L, Unknown as U, Win as W};
+    use Want::{Linux as L, MaybeWin as M, Unknown as U, Win as W};
 
     fn want_of(os: &ImageOs) -> Want {
         match os {
             ImageOs::Windows { build, .. } => W(build.map(WindowsBuild::number)),
+            ImageOs::MaybeWindows { .. } => M,
             ImageOs::Linux { .. } => L,
             ImageOs::Unknown => U,
         }
@@ -670,7 +882,9 @@ mod tests {
     #[test]
     fn reasons() {
         let reason = |image: &str, rules: &[ImageRule]| match classify(image, rules) {
-            ImageOs::Windows { reason, .. } | ImageOs::Linux { reason } => reason,
+            ImageOs::Windows { reason, .. }
+            | ImageOs::MaybeWindows { reason }
+            | ImageOs::Linux { reason } => reason,
             ImageOs::Unknown => String::from("unknown"),
         };
         assert_eq!(
@@ -709,11 +923,17 @@ mod tests {
         ];
         check(
             &[
-                // Positive: no build in rule, build from the tag (bare numbers count).
+                // Positive: no build in the rule: only a release name in the tag gives
+                // one; a private image's version number never does (README, windowsImages).
                 ("registry.example.com/win/app:1.0", W(None)),
-                ("registry.example.com/win/app:1809", W(Some(17763))),
+                ("registry.example.com/win/app:1809", W(None)),
+                ("registry.example.com/win/app:10.0.1", W(None)),
                 ("registry.example.com/win/app:2.0-ltsc2022", W(Some(20348))),
-                ("REGISTRY.example.com/win/app:1809", W(Some(17763))),
+                (
+                    "registry.example.com/win/app:2.0-windows-2019",
+                    W(Some(17763)),
+                ),
+                ("REGISTRY.example.com/win/app:1809", W(None)),
                 // The rule's build overrides the tag.
                 ("registry.example.com/pinned/app:ltsc2019", W(Some(20348))),
                 ("registry.example.com/pinned/app", W(Some(20348))),
@@ -752,7 +972,12 @@ mod tests {
         (7, "sigwindowstools/kube-proxy:VERSION-nanoserver", W(None)),
         (8, "registry.k8s.io/pause:3.4.1", U),
         (8, "mcr.microsoft.com/windows/servercore/iis", W(None)),
-        (9, "ghcr.io/kubernetes-sigs/sig-windows/csi-proxy:v1.1.2", U),
+        // SIG Windows publishes Windows images under sig-windows/ (a HostProcess image).
+        (
+            9,
+            "ghcr.io/kubernetes-sigs/sig-windows/csi-proxy:v1.1.2",
+            W(None),
+        ),
         (
             10,
             "sigwindowstools/flannel:FLANNEL_VERSION-hostprocess",

@@ -57,7 +57,7 @@ pub fn plan(
     let mut plan = Plan::default();
     let os = match (resolution.placement.os(), settings.default_os) {
         (Some(os), _) => os,
-        (None, DefaultOs::Linux) => {
+        (None, DefaultOs::Linux) if !resolution.os_unsure => {
             let selections = other_selections(pod, settings);
             if !selections.is_empty() {
                 plan.warnings.push(os_undetermined(pod, &selections));
@@ -65,7 +65,7 @@ pub fn plan(
             }
             Os::Linux
         }
-        (None, DefaultOs::None) => return plan,
+        (None, _) => return plan,
     };
     let own_rc = pod
         .runtime_class_name

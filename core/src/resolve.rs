@@ -5,7 +5,7 @@ use crate::affinity;
 use crate::build::WindowsBuild;
 use crate::constraint::{Builds, Os, Placement};
 use crate::diagnostics::{Code, Diagnostic};
-use crate::image::{classify, ImageOs};
+use crate::image::{classify, maybe_windows_warning, ImageOs};
 use crate::kinds::FieldPath;
 use crate::labels::{
     is_placement_label, nodes_with, selector_placement, why_no_node_carries, BETA_OS_LABEL,
@@ -92,6 +92,9 @@ pub struct Resolution {
     pub images_without_build: Vec<(String, String)>,
     pub conflicts: Vec<Diagnostic>,
     pub warnings: Vec<Diagnostic>,
+    /// An image only may be a Windows image and nothing else tells the OS:
+    /// `defaultOS` does not apply, the OS is left open (with a warning).
+    pub os_unsure: bool,
 }
 
 impl Resolution {
@@ -139,13 +142,19 @@ pub fn resolve(pod: &PodView<'_>, settings: &Settings) -> Resolution {
         .signals
         .iter()
         .fold(Placement::anywhere(), |acc, s| acc.intersect(&s.placement));
+    let os_unsure = placement.os().is_none() && !found.maybe_windows.is_empty();
+    let mut warnings = found.warnings;
+    if os_unsure {
+        warnings.extend(found.maybe_windows);
+    }
     Resolution {
         signals: found.signals,
         placement,
         host_process: pod.is_host_process(),
         images_without_build: found.images_without_build,
         conflicts,
-        warnings: found.warnings,
+        warnings,
+        os_unsure,
     }
 }
 
@@ -156,6 +165,8 @@ struct Found {
     conflicts: Vec<Diagnostic>,
     warnings: Vec<Diagnostic>,
     images_without_build: Vec<(String, String)>,
+    /// Warnings for images that only may be Windows images.
+    maybe_windows: Vec<Diagnostic>,
 }
 
 impl Found {
@@ -310,6 +321,11 @@ impl Found {
             let path = container.path.field("image");
             let (placement, reason) = match classify(image, &settings.windows_images) {
                 ImageOs::Unknown => continue,
+                ImageOs::MaybeWindows { .. } => {
+                    let path = path.display().to_string();
+                    self.maybe_windows.push(maybe_windows_warning(&path, image));
+                    continue;
+                }
                 ImageOs::Linux { reason } => (Placement::linux(), format!("Linux image: {reason}")),
                 ImageOs::Windows { build, reason } => {
                     // HostProcess containers run on the host: any build will do.
