@@ -127,21 +127,21 @@ pub fn plan(
 
 /// The `preferRuntimeClass` fallback, saying what was added instead.
 fn no_matching_runtime_class(pod: &PodView<'_>, os: Os, missing: &[Missing]) -> Diagnostic {
-    let added: Vec<String> = missing
+    let selector = missing
         .iter()
-        .filter_map(|m| match m {
-            Missing::Selector { key, value, .. } => Some(format!("{key}: {value}")),
-            Missing::Toleration { taint, .. } => Some(format!("a toleration of {taint}")),
-            Missing::PodOs(_) => None,
-        })
-        .collect();
+        .any(|m| matches!(m, Missing::Selector { .. }));
+    let toleration = missing
+        .iter()
+        .any(|m| matches!(m, Missing::Toleration { .. }));
+    let added = match (selector, toleration) {
+        (true, true) => "its nodeSelector entries and toleration were",
+        (false, true) => "its toleration was",
+        _ => "its nodeSelector entries were",
+    };
     Diagnostic::new(
         Code::NoMatchingRuntimeClass,
         pod.field("runtimeClassName").display(),
-        format!(
-            "no declared RuntimeClass fits this {os} pod; added {} directly",
-            added.join(", ")
-        ),
+        format!("no declared RuntimeClass fits this {os} pod, so {added} added directly"),
         format!("declare one selecting kubernetes.io/os: {}", os.label()),
     )
 }
@@ -218,8 +218,8 @@ fn windows_missing(
                 Diagnostic::new(
                     Code::UnknownBuild,
                     path,
-                    format!("the Windows image {image:?} names no Windows build, so the pod is not pinned to a build"),
-                    "use a tag that names the release (e.g. ltsc2022) or set nodeSelector node.kubernetes.io/windows-build",
+                    format!("Windows image {} names no build, so the pod is not pinned to one", short_image(image)),
+                    "use a release tag (e.g. ltsc2022) or set nodeSelector node.kubernetes.io/windows-build",
                 )
             }));
         }
@@ -254,6 +254,11 @@ fn expiring_toleration(
         format!("the Windows pod tolerates the NoExecute taint {taint} for only {seconds} s, so it is evicted from every Windows node after that (the shortest matching tolerationSeconds counts)"),
         format!("remove tolerationSeconds from the toleration of {}", describe_toleration(toleration)),
     ))
+}
+
+/// The last path segment and tag of an image, for short messages.
+fn short_image(image: &str) -> &str {
+    image.rsplit('/').next().unwrap_or(image)
 }
 
 fn linux_missing(

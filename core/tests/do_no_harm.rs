@@ -475,3 +475,33 @@ fn property_bound_pods_never_get_a_selector() {
         );
     }
 }
+
+/// Every warning of every bundled example, under every example settings
+/// file, fits the API server's limit before any truncation.
+#[test]
+fn example_warnings_fit_the_api_server_limit_untruncated() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let mut manifests: Vec<_> = std::fs::read_dir(root.join("manifests"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    manifests.sort();
+    let settings_files: Vec<_> = std::fs::read_dir(root.join("settings"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert!(manifests.len() > 20 && settings_files.len() > 5);
+    let mut checked = 0;
+    for s in &settings_files {
+        let s = settings(yaml(&std::fs::read_to_string(s).unwrap()));
+        for m in &manifests {
+            let object = yaml(&std::fs::read_to_string(m).unwrap());
+            for w in create(&object, &s).warnings {
+                checked += 1;
+                let n = w.to_string().chars().count();
+                assert!(n <= MAX_WARNING_CHARS, "{}: {n} chars: {w}", m.display());
+            }
+        }
+    }
+    assert!(checked > 10, "only {checked} warnings seen");
+}
