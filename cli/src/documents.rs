@@ -49,6 +49,8 @@ impl Object {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParseError {
     pub chunk: Chunk,
+    /// 1-based position among the non-empty documents of the input.
+    pub number: usize,
     pub line: usize,
     pub column: Option<usize>,
     pub message: String,
@@ -135,8 +137,10 @@ pub fn parse_stream(text: &str) -> Vec<Parsed> {
         let Some((_, line)) = content_start(body, chunk.first_line) else {
             continue; // only markers and comments, e.g. a template that rendered nothing
         };
+        number += 1;
         if body.len() > MAX_DOCUMENT_BYTES {
             parsed.push(Parsed::Error(ParseError {
+                number,
                 line,
                 column: None,
                 message: format!(
@@ -148,9 +152,9 @@ pub fn parse_stream(text: &str) -> Vec<Parsed> {
             continue;
         }
         match parse_document(body) {
-            Ok(Value::Null) => {}
+            // Only comments after all, e.g. `# Source:` of an empty template.
+            Ok(Value::Null) => number -= 1,
             Ok(value) => {
-                number += 1;
                 let objects = objects_of(&value);
                 parsed.push(Parsed::Document(Box::new(Document {
                     chunk,
@@ -161,8 +165,7 @@ pub fn parse_stream(text: &str) -> Vec<Parsed> {
                 })));
             }
             Err(e) => {
-                number += 1;
-                parsed.push(Parsed::Error(yaml_error(e, chunk)));
+                parsed.push(Parsed::Error(yaml_error(e, chunk, number)));
             }
         }
     }
@@ -174,13 +177,8 @@ pub fn parse_document(text: &str) -> Result<Value, serde_yaml_ng::Error> {
     serde_yaml_ng::from_str(text)
 }
 
-fn yaml_error(error: serde_yaml_ng::Error, chunk: Chunk) -> ParseError {
-    let text = error.to_string();
-    // The location is reported separately, relative to the whole input.
-    let message = text
-        .split_once(" at line ")
-        .map_or(text.as_str(), |(m, _)| m)
-        .to_owned();
+fn yaml_error(error: serde_yaml_ng::Error, chunk: Chunk, number: usize) -> ParseError {
+    let message = relocate(&error.to_string(), chunk.first_line - 1);
     let (line, column) = match error.location() {
         Some(location) => (
             chunk.first_line + location.line().saturating_sub(1),
@@ -190,10 +188,35 @@ fn yaml_error(error: serde_yaml_ng::Error, chunk: Chunk) -> ParseError {
     };
     ParseError {
         chunk,
+        number,
         line,
         column,
         message,
     }
+}
+
+/// The parser's message without its own location (reported separately),
+/// keeping the context (`while parsing a flow sequence at line N column M`)
+/// with N counted from the start of the input.
+fn relocate(message: &str, lines_before: usize) -> String {
+    let Some((problem, rest)) = message.split_once(" at line ") else {
+        return message.to_owned();
+    };
+    let Some((_, context)) = rest.split_once(", ") else {
+        return problem.to_owned();
+    };
+    let shifted = context.split_once(" at line ").and_then(|(what, at)| {
+        let (line, column) = at.split_once(" column ")?;
+        let line: usize = line.parse().ok()?;
+        Some(format!(
+            "{what} at line {} column {column}",
+            line + lines_before
+        ))
+    });
+    format!(
+        "{problem}, {}",
+        shifted.unwrap_or_else(|| context.to_owned())
+    )
 }
 
 /// The objects of a document: itself, or the items of a `List`.
@@ -315,7 +338,12 @@ mod tests {
         };
         assert_eq!(e.line, 6, "{e:?}");
         assert!(e.column.is_some());
-        assert!(!e.message.contains(" at line "), "{}", e.message);
+        assert!(
+            e.message
+                .ends_with("while parsing a flow sequence at line 5 column 7"),
+            "{}",
+            e.message
+        );
         assert!(matches!(parsed[2], Parsed::Document(_)));
     }
 

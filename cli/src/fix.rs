@@ -138,6 +138,7 @@ fn fix_text(
                 let mut entry = error_entry(file, &format!("not valid YAML: {}", e.message));
                 entry.line = Some(e.line);
                 entry.column = e.column;
+                entry.document = Some(e.number);
                 tally.entries.push(entry);
                 continue;
             }

@@ -213,7 +213,7 @@ pub fn check_inputs(inputs: &[Input], settings: &Settings, operation: OperationA
                     &file,
                     Some(e.line),
                     e.column,
-                    None,
+                    Some(e.number),
                     format!("not valid YAML: {}", e.message),
                 )),
                 Parsed::Document(document) => {
