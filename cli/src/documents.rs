@@ -348,6 +348,21 @@ mod tests {
     }
 
     #[test]
+    fn an_enormous_document_is_an_error_and_the_next_is_still_read() {
+        let huge = format!(
+            "big: \"{}\"\n---\napiVersion: v1\nkind: Pod\n",
+            "x".repeat(MAX_DOCUMENT_BYTES)
+        );
+        let parsed = parse_stream(&huge);
+        assert_eq!(parsed.len(), 2);
+        let Parsed::Error(e) = &parsed[0] else {
+            panic!("{:?}", parsed[0])
+        };
+        assert!(e.message.contains("larger than 16 MiB"), "{}", e.message);
+        assert!(matches!(&parsed[1], Parsed::Document(d) if d.number == 2));
+    }
+
+    #[test]
     fn lists_are_expanded() {
         let docs = documents(
             "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Pod}\n- {apiVersion: apps/v1, kind: Deployment}\n",

@@ -24,14 +24,16 @@ use std::time::Instant;
 
 use anyhow::{anyhow, bail, Result};
 use os_placement_e2e::{
-    load_cases, run_case, Case, CaseOutcome, PolicyHost, PolicyModule, DEFAULT_CASES, DEFAULT_WASM,
+    load_cases, repo_root, run_case, Case, CaseOutcome, PolicyHost, PolicyModule, DEFAULT_CASES,
+    DEFAULT_WASM,
 };
 
 const USAGE: &str = "\
 usage: os-placement-eval [--wasm PATH] [--root DIR] [--cases FILE]
 
   --wasm PATH          policy module (default: <root>/target/wasm32-wasip1/release/os_placement_policy.wasm)
-  --root DIR           repository root; case paths are relative to it (default: .)
+  --root DIR           repository root; case paths are relative to it
+                       (default: the repository this program was built from)
   --cases FILE         case list (default: <root>/examples/cases.yaml)
 
 To check your own manifests: os-placement check FILE|DIR|- (cargo install --path cli)";
@@ -113,7 +115,8 @@ fn is_broken_pipe(error: &anyhow::Error) -> bool {
 
 /// Runs everything; `Ok(false)` when a case failed or mismatched.
 fn run(args: &Args, out: &mut dyn Write) -> Result<bool> {
-    let root = args.root.clone().unwrap_or_else(|| PathBuf::from("."));
+    // Not the working directory: run from elsewhere, "." would blame a missing build.
+    let root = args.root.clone().unwrap_or_else(repo_root);
     let wasm = args.wasm.clone().unwrap_or_else(|| root.join(DEFAULT_WASM));
     if !wasm.is_file() {
         bail!(
