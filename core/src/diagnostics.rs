@@ -47,6 +47,13 @@ pub enum Code {
     DeprecatedLabel,
     /// A policy setting that is missing, of the wrong type or out of range.
     InvalidSetting,
+    /// The pod's OS cannot be told and it chooses its nodes by other means,
+    /// so the policy leaves its placement alone.
+    OsUndetermined,
+    /// The pod is bound to a node (`spec.nodeName`): no selector is added.
+    BoundToNode,
+    /// A `NoExecute` Windows taint evicts the pod after `tolerationSeconds`.
+    TolerationExpires,
 }
 
 impl Code {
@@ -72,6 +79,9 @@ impl Code {
             Code::UnknownBuild => "unknown-build",
             Code::DeprecatedLabel => "deprecated-label",
             Code::InvalidSetting => "invalid-setting",
+            Code::OsUndetermined => "os-undetermined",
+            Code::BoundToNode => "bound-to-node",
+            Code::TolerationExpires => "toleration-expires",
         }
     }
 }

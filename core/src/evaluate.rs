@@ -9,12 +9,15 @@ use serde_json::Value;
 use crate::constraint::Placement;
 use crate::diagnostics::{render, Code, Diagnostic};
 use crate::kinds::{FieldPath, Kind, SUPPORTED_KINDS};
+use crate::ownership::{annotation_op, owned_entries, reconcile, record_after, without, Owned};
 use crate::patch::{apply, AddOp};
 use crate::place::{plan, RuntimeClassMerge};
 use crate::report::SignalReport;
 use crate::resolve::{pair_conflict, resolve, Resolution};
-use crate::settings::Settings;
+use crate::selection::other_selections;
+use crate::settings::{DefaultOs, Settings};
 use crate::spec::{malformed, ContainerList, PodView};
+use crate::toleration::tolerates;
 
 /// The admission operation, as `AdmissionRequest.operation` spells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -164,9 +167,21 @@ impl Decision {
         (!self.violations.is_empty()).then(|| render(&self.violations))
     }
 
-    /// Warnings as the API server shows them.
+    /// Warnings as the API server shows them, each within its
+    /// [`MAX_WARNING_CHARS`] limit (it truncates longer ones).
     pub fn warning_lines(&self) -> Vec<String> {
-        self.warnings.iter().map(ToString::to_string).collect()
+        self.warnings.iter().map(warning_line).collect()
+    }
+}
+
+/// The API server truncates admission warnings longer than this.
+pub const MAX_WARNING_CHARS: usize = 256;
+
+fn warning_line(warning: &Diagnostic) -> String {
+    let line = warning.to_string();
+    match line.char_indices().nth(MAX_WARNING_CHARS - 1) {
+        Some((end, _)) => format!("{}…", line.get(..end).unwrap_or_default()),
+        None => line,
     }
 }
 
@@ -199,18 +214,52 @@ pub fn evaluate(review: &Review<'_>, settings: &Settings) -> Decision {
         Ok(found) => found,
         Err(d) => return Decision::reject(vec![d], Vec::new()),
     };
-    let pod = match PodView::read(spec.0, spec.1) {
-        Ok(pod) => pod,
-        Err(problems) => return Decision::reject(problems, Vec::new()),
-    };
     if kind == Kind::Pod && operation == Operation::Update {
-        return check_new_ephemeral_containers(&pod, review.old_object, settings);
+        return match PodView::read(spec.0, spec.1) {
+            Ok(pod) => check_new_ephemeral_containers(&pod, review.old_object, settings),
+            Err(problems) => Decision::reject(problems, Vec::new()),
+        };
     }
     if operation == Operation::Update && pod_template_unchanged(review, kind, spec.0) {
         // Scaling, relabelling or a Job's bookkeeping must not be blocked or
         // turned into a rollout; a changed template is judged like a new one.
         return Decision::accept(Vec::new());
     }
+    if !settings.mutate || kind == Kind::Pod {
+        // A Pod is never patched again after CREATE: nothing to own.
+        return decide(review.object, kind, settings);
+    }
+    // The policy's own entries from an earlier admission are judged afresh.
+    let selector = spec.1.field("nodeSelector").pointer().to_string();
+    let owned: Owned = owned_entries(review.object, review.old_object)
+        .into_iter()
+        .filter(|(pointer, _)| pointer.starts_with(&format!("{selector}/")))
+        .collect();
+    let decision = decide(review.object, kind, settings);
+    if decision.accepted || owned.is_empty() {
+        return adopt(review.object, &owned, decision, &selector, false);
+    }
+    // Rejected: the policy's own entries may be what clashes (a build pin
+    // after an image upgrade). Judge the object without them, and move them.
+    adopt(
+        review.object,
+        &owned,
+        decide(&without(review.object, &owned), kind, settings),
+        &selector,
+        true,
+    )
+}
+
+/// Resolves and places the pod spec of `object`.
+fn decide(object: &Value, kind: Kind, settings: &Settings) -> Decision {
+    let spec = match locate_pod_spec(object, kind) {
+        Ok(found) => found,
+        Err(d) => return Decision::reject(vec![d], Vec::new()),
+    };
+    let pod = match PodView::read(spec.0, spec.1) {
+        Ok(pod) => pod,
+        Err(problems) => return Decision::reject(problems, Vec::new()),
+    };
     let resolution = resolve(&pod, settings);
     if !resolution.conflicts.is_empty() {
         return Decision::reject(resolution.conflicts.clone(), resolution.warnings.clone())
@@ -224,11 +273,36 @@ pub fn evaluate(review: &Review<'_>, settings: &Settings) -> Decision {
     let mut warnings = resolution.warnings.clone();
     warnings.extend(plan.warnings);
     let decision = if plan.violations.is_empty() {
-        finish(review.object, plan.ops, warnings)
+        finish(object, plan.ops, warnings)
     } else {
         Decision::reject(plan.violations, warnings)
     };
     decision.with_signals(&resolution, &pod)
+}
+
+/// Rebases the decision's ops on the real object: owned entries are
+/// replaced or removed rather than added, and the record is updated.
+fn adopt(
+    object: &Value,
+    owned: &Owned,
+    mut decision: Decision,
+    selector: &str,
+    judged_without_owned: bool,
+) -> Decision {
+    if !decision.accepted {
+        return decision;
+    }
+    let mut ops = std::mem::take(&mut decision.patch);
+    if judged_without_owned {
+        ops = reconcile(owned, ops);
+    }
+    let record = record_after(owned, &ops, selector);
+    ops.extend(annotation_op(object, &record));
+    let signals = std::mem::take(&mut decision.signals);
+    Decision {
+        signals,
+        ..finish(object, ops, decision.warnings)
+    }
 }
 
 fn finish(object: &Value, ops: Vec<AddOp>, warnings: Vec<Diagnostic>) -> Decision {
@@ -313,9 +387,13 @@ fn check_new_ephemeral_containers(
         .signals
         .iter()
         .filter(|s| s.container.is_some_and(is_new));
-    let pod_placement = existing
-        .iter()
-        .fold(Placement::anywhere(), |acc, s| acc.intersect(&s.placement));
+    let pod_placement = running_placement(
+        pod,
+        settings,
+        existing
+            .iter()
+            .fold(Placement::anywhere(), |acc, s| acc.intersect(&s.placement)),
+    );
     if pod_placement.is_empty() {
         // The pod itself is inconsistent; that is not this update's doing.
         return Decision::accept(Vec::new());
@@ -347,6 +425,27 @@ fn check_new_ephemeral_containers(
         Decision::reject(violations, Vec::new())
     };
     decision.with_signals(&resolution, pod)
+}
+
+/// Where a running pod with no OS signal of its own can be: off Windows
+/// nodes when it does not tolerate their taint, and on Linux when
+/// `defaultOS` placed it there (it points at no nodes by other means).
+fn running_placement(pod: &PodView<'_>, settings: &Settings, signalled: Placement) -> Placement {
+    if signalled.os().is_some() {
+        return signalled;
+    }
+    let kept_off_windows = settings.windows_taint.as_ref().is_some_and(|taint| {
+        taint.keeps_pods_off() && !pod.tolerations.iter().any(|t| tolerates(t, taint))
+    });
+    let defaulted = settings.default_os == DefaultOs::Linux
+        && other_selections(pod, settings)
+            .iter()
+            .all(|s| s.path == pod.field("nodeName").display());
+    if kept_off_windows || defaulted {
+        signalled.intersect(&Placement::linux())
+    } else {
+        signalled
+    }
 }
 
 fn pod_template_unchanged(review: &Review<'_>, kind: Kind, spec: &Value) -> bool {

@@ -1,25 +1,51 @@
 //! JSON Patch operations the policy applies to the request object.
-//! Only `add` is ever needed: the policy adds what is missing and never
-//! replaces or removes a value the user set.
+//! The policy adds what is missing and never replaces or removes a value
+//! the user set; `replace` and `remove` only touch entries it recorded as
+//! its own (see `ownership`).
 
 use serde::Serialize;
 use serde_json::Value;
 
-/// One RFC 6902 `add` operation.
+/// One RFC 6902 operation: `add`, `replace` or `remove`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct AddOp {
+pub struct PatchOp {
+    /// `add`, `replace` or `remove`.
     pub op: &'static str,
     /// JSON Pointer (RFC 6901).
     pub path: String,
+    /// The value; `null` (and not serialised) for `remove`.
+    #[serde(skip_serializing_if = "Value::is_null")]
     pub value: Value,
 }
 
-impl AddOp {
+/// The operation the policy emits almost always.
+pub type AddOp = PatchOp;
+
+impl PatchOp {
+    /// `add` of `value` at `pointer`.
     pub fn new(pointer: String, value: Value) -> Self {
-        AddOp {
+        PatchOp {
             op: "add",
             path: pointer,
             value,
+        }
+    }
+
+    /// `replace` of the value at `pointer`.
+    pub fn replace(pointer: String, value: Value) -> Self {
+        PatchOp {
+            op: "replace",
+            path: pointer,
+            value,
+        }
+    }
+
+    /// `remove` of the value at `pointer`.
+    pub fn remove(pointer: String) -> Self {
+        PatchOp {
+            op: "remove",
+            path: pointer,
+            value: Value::Null,
         }
     }
 }
@@ -40,8 +66,8 @@ pub struct PatchError {
     pub path: String,
 }
 
-/// Applies `add` operations in order.
-pub fn apply(target: &mut Value, ops: &[AddOp]) -> Result<(), PatchError> {
+/// Applies the operations in order.
+pub fn apply(target: &mut Value, ops: &[PatchOp]) -> Result<(), PatchError> {
     for op in ops {
         apply_one(target, op).ok_or_else(|| PatchError {
             path: op.path.clone(),
@@ -50,10 +76,20 @@ pub fn apply(target: &mut Value, ops: &[AddOp]) -> Result<(), PatchError> {
     Ok(())
 }
 
-fn apply_one(target: &mut Value, op: &AddOp) -> Option<()> {
+fn apply_one(target: &mut Value, op: &PatchOp) -> Option<()> {
     let (parent_pointer, last) = op.path.rsplit_once('/')?;
     let parent = target.pointer_mut(parent_pointer)?;
     let token = last.replace("~1", "/").replace("~0", "~");
+    match (op.op, parent) {
+        ("replace", Value::Object(map)) => {
+            *map.get_mut(&token)? = op.value.clone();
+            return Some(());
+        }
+        ("remove", Value::Object(map)) => return map.remove(&token).map(drop),
+        ("add", _) => {}
+        _ => return None,
+    }
+    let parent = target.pointer_mut(parent_pointer)?;
     match parent {
         Value::Object(map) => {
             map.insert(token, op.value.clone());
@@ -103,6 +139,22 @@ mod tests {
             json!({"spec": {"nodeSelector": {"a": "b", "kubernetes.io/os": "linux"},
                             "tolerations": [1, 2], "os": {"name": "linux"}}})
         );
+    }
+
+    #[test]
+    fn replaces_and_removes_object_members_only_when_present() {
+        let mut doc = json!({"spec": {"nodeSelector": {"a": "b", "c": "d"}}});
+        let ops = vec![
+            PatchOp::replace("/spec/nodeSelector/a".into(), json!("x")),
+            PatchOp::remove("/spec/nodeSelector/c".into()),
+        ];
+        apply(&mut doc, &ops).unwrap();
+        assert_eq!(doc, json!({"spec": {"nodeSelector": {"a": "x"}}}));
+        let missing = [PatchOp::replace("/spec/nodeSelector/zz".into(), json!(1))];
+        assert!(apply(&mut doc, &missing).is_err());
+        assert!(apply(&mut doc, &[PatchOp::remove("/spec/nodeSelector/zz".into())]).is_err());
+        let remove = serde_json::to_value(PatchOp::remove("/a".into())).unwrap();
+        assert_eq!(remove, json!({"op": "remove", "path": "/a"}));
     }
 
     #[test]

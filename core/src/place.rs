@@ -10,9 +10,10 @@ use crate::diagnostics::{Code, Diagnostic};
 use crate::labels::{selector_placement, OS_LABEL, WINDOWS_BUILD_LABEL};
 use crate::patch::{pointer_child, AddOp};
 use crate::resolve::{Resolution, Signal};
+use crate::selection::{bound_to_node, os_undetermined, other_selections};
 use crate::settings::{DefaultOs, RuntimeClass, Settings, Taint};
 use crate::spec::PodView;
-use crate::toleration::{describe as describe_toleration, for_taint, tolerates};
+use crate::toleration::{describe as describe_toleration, eviction_after, for_taint, tolerates};
 use crate::windows_rules::{forbidden_fields, host_process_rules};
 
 /// The outcome for one pod spec.
@@ -56,7 +57,14 @@ pub fn plan(
     let mut plan = Plan::default();
     let os = match (resolution.placement.os(), settings.default_os) {
         (Some(os), _) => os,
-        (None, DefaultOs::Linux) => Os::Linux,
+        (None, DefaultOs::Linux) => {
+            let selections = other_selections(pod, settings);
+            if !selections.is_empty() {
+                plan.warnings.push(os_undetermined(pod, &selections));
+                return plan;
+            }
+            Os::Linux
+        }
         (None, DefaultOs::None) => return plan,
     };
     let own_rc = pod
@@ -77,6 +85,13 @@ pub fn plan(
     };
     if settings.set_pod_os && pod.os_name.is_none() {
         missing.push(Missing::PodOs(os));
+    }
+    if let Some(node) = pod.node_name {
+        let before = missing.len();
+        missing.retain(|m| !matches!(m, Missing::Selector { .. }));
+        if missing.len() < before {
+            plan.warnings.push(bound_to_node(pod, node, os));
+        }
     }
     if missing.is_empty() {
         return plan;
@@ -101,17 +116,34 @@ pub fn plan(
             }
         }
         None if settings.prefer_runtime_class && pod.runtime_class_name.is_none() => {
-            plan.warnings.push(Diagnostic::new(
-                Code::NoMatchingRuntimeClass,
-                pod.field("runtimeClassName").display(),
-                format!("no RuntimeClass in the policy settings provides what this {os} pod lacks, so the nodeSelector entries and toleration were added directly"),
-                format!("declare a RuntimeClass whose scheduling selects kubernetes.io/os: {} (with the build and Windows toleration the pod needs) in runtimeClasses", os.label()),
-            ));
+            plan.warnings
+                .push(no_matching_runtime_class(pod, os, &missing));
         }
         None => {}
     }
     plan.ops.extend(ops_for(pod, &missing));
     plan
+}
+
+/// The `preferRuntimeClass` fallback, saying what was added instead.
+fn no_matching_runtime_class(pod: &PodView<'_>, os: Os, missing: &[Missing]) -> Diagnostic {
+    let added: Vec<String> = missing
+        .iter()
+        .filter_map(|m| match m {
+            Missing::Selector { key, value, .. } => Some(format!("{key}: {value}")),
+            Missing::Toleration { taint, .. } => Some(format!("a toleration of {taint}")),
+            Missing::PodOs(_) => None,
+        })
+        .collect();
+    Diagnostic::new(
+        Code::NoMatchingRuntimeClass,
+        pod.field("runtimeClassName").display(),
+        format!(
+            "no declared RuntimeClass fits this {os} pod; added {} directly",
+            added.join(", ")
+        ),
+        format!("declare one selecting kubernetes.io/os: {}", os.label()),
+    )
 }
 
 fn effective_selector(pod: &PodView<'_>, rc: Option<&RuntimeClass>) -> BTreeMap<String, String> {
@@ -167,6 +199,8 @@ fn windows_missing(
                 why: format!("the Windows pod does not tolerate the Windows node taint {taint}"),
             });
         }
+        plan.violations
+            .extend(expiring_toleration(pod, tolerations, taint));
     }
     let pins = settings.pin_windows_build && !resolution.host_process;
     let node_builds = resolution.node_placement().windows.unwrap_or(Builds::Any);
@@ -202,6 +236,26 @@ fn windows_missing(
     missing
 }
 
+/// A `NoExecute` Windows taint evicts a pod whose matching tolerations set
+/// `tolerationSeconds`: the shortest one counts, so only removing it helps.
+fn expiring_toleration(
+    pod: &PodView<'_>,
+    tolerations: &[&Toleration],
+    taint: &Taint,
+) -> Option<Diagnostic> {
+    let (toleration, seconds) = eviction_after(tolerations, taint)?;
+    let path = match pod.tolerations.iter().position(|t| t == toleration) {
+        Some(i) => pod.field("tolerations").index(i).field("tolerationSeconds"),
+        None => pod.field("runtimeClassName"),
+    };
+    Some(Diagnostic::new(
+        Code::TolerationExpires,
+        path.display(),
+        format!("the Windows pod tolerates the NoExecute taint {taint} for only {seconds} s, so it is evicted from every Windows node after that (the shortest matching tolerationSeconds counts)"),
+        format!("remove tolerationSeconds from the toleration of {}", describe_toleration(toleration)),
+    ))
+}
+
 fn linux_missing(
     resolution: &Resolution,
     settings: &Settings,
@@ -213,6 +267,7 @@ fn linux_missing(
     let because = first_reason(resolution, Os::Linux);
     let why = match &settings.windows_taint {
         None => format!("the pod runs Linux containers ({because}) but selects no OS and Windows nodes are not tainted, so it can land on a Windows node"),
+        Some(taint) if !taint.keeps_pods_off() => format!("the pod runs Linux containers ({because}) but selects no OS, and the Windows taint {taint} only prefers to keep pods off, so it can land on a Windows node"),
         Some(taint) => match tolerations.iter().find(|t| tolerates(t, taint)) {
             None => return Vec::new(),
             Some(t) => format!(

@@ -284,12 +284,12 @@ impl Found {
             }
             let path = base.field("securityContext").field("windowsOptions");
             let value = match host_process(options) {
-                Some(true) => "hostProcess: true",
-                _ => "set",
+                Some(true) => "hostProcess: true".to_string(),
+                _ => windows_options_summary(options.as_ref()),
             };
             let windows = Placement::windows(Builds::Any);
             self.push(
-                Signal::new(Source::WindowsOptions, &path, value.to_string(), windows)
+                Signal::new(Source::WindowsOptions, &path, value, windows)
                     .because(Some(
                         "windowsOptions apply only to Windows pods".to_string(),
                     ))
@@ -334,6 +334,33 @@ impl Found {
     }
 }
 
+/// The windowsOptions fields that are set, e.g. `runAsUserName: "ContainerUser"`.
+fn windows_options_summary(
+    options: Option<&k8s_openapi::api::core::v1::WindowsSecurityContextOptions>,
+) -> String {
+    let Some(o) = options else {
+        return "{}".to_string();
+    };
+    let mut parts = Vec::new();
+    if let Some(v) = &o.run_as_user_name {
+        parts.push(format!("runAsUserName: {v:?}"));
+    }
+    if let Some(v) = &o.gmsa_credential_spec_name {
+        parts.push(format!("gmsaCredentialSpecName: {v:?}"));
+    }
+    if o.gmsa_credential_spec.is_some() {
+        parts.push("gmsaCredentialSpec".to_string());
+    }
+    if let Some(v) = o.host_process {
+        parts.push(format!("hostProcess: {v}"));
+    }
+    if parts.is_empty() {
+        "{}".to_string()
+    } else {
+        format!("{{{}}}", parts.join(", "))
+    }
+}
+
 /// Diagnostics for signals that no node satisfies, alone or together.
 pub fn find_conflicts(signals: &[Signal]) -> Vec<Diagnostic> {
     let mut found = Vec::new();
@@ -350,11 +377,16 @@ pub fn find_conflicts(signals: &[Signal]) -> Vec<Diagnostic> {
         ));
     }
     let usable: Vec<&Signal> = signals.iter().filter(|s| !s.placement.is_empty()).collect();
-    for (j, later) in usable.iter().enumerate() {
-        for earlier in usable.iter().take(j) {
-            if let Some(d) = pair_conflict(earlier, later) {
-                found.push(d);
-            }
+    // One violation per odd one out: a signal that clashes with those kept
+    // so far is reported once, against the first it clashes with.
+    let mut kept: Vec<&Signal> = Vec::new();
+    for later in &usable {
+        match kept
+            .iter()
+            .find_map(|earlier| pair_conflict(earlier, later))
+        {
+            Some(d) => found.push(d),
+            None => kept.push(later),
         }
     }
     let all = usable

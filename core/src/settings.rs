@@ -31,6 +31,14 @@ pub struct Taint {
     pub effect: String,
 }
 
+impl Taint {
+    /// Whether the scheduler keeps untolerating pods off tainted nodes:
+    /// `PreferNoSchedule` is only a scoring preference.
+    pub fn keeps_pods_off(&self) -> bool {
+        matches!(self.effect.as_str(), "NoSchedule" | "NoExecute")
+    }
+}
+
 impl fmt::Display for Taint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.value.is_empty() {

@@ -53,6 +53,8 @@ pub struct PodView<'a> {
     pub required_affinity: Option<NodeSelector>,
     pub tolerations: Vec<Toleration>,
     pub runtime_class_name: Option<&'a str>,
+    /// `spec.nodeName`: the pod is bound and bypasses the scheduler.
+    pub node_name: Option<&'a str>,
     pub host_network: Option<bool>,
     pub security_context: Option<&'a Map<String, Value>>,
     pub windows_options: Option<WindowsSecurityContextOptions>,
@@ -91,6 +93,7 @@ impl<'a> PodView<'a> {
             });
         let tolerations = reader.typed_list::<Toleration>("tolerations");
         let runtime_class_name = reader.str("runtimeClassName");
+        let node_name = reader.str("nodeName").filter(|n| !n.is_empty());
         let host_network = reader.bool("hostNetwork");
         let security_context = reader.object("securityContext");
         let windows_options = security_context.and_then(|sc| {
@@ -114,6 +117,7 @@ impl<'a> PodView<'a> {
                 required_affinity,
                 tolerations,
                 runtime_class_name,
+                node_name,
                 host_network,
                 security_context,
                 windows_options,

@@ -21,6 +21,23 @@ pub fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
     }
 }
 
+/// For a `NoExecute` taint: the matching toleration with the shortest
+/// `tolerationSeconds`, after which the taint manager evicts the pod
+/// (kubernetes pkg/controller/tainteviction, getMinTolerationTime).
+pub fn eviction_after<'t>(
+    tolerations: &[&'t Toleration],
+    taint: &Taint,
+) -> Option<(&'t Toleration, i64)> {
+    if taint.effect != "NoExecute" {
+        return None;
+    }
+    tolerations
+        .iter()
+        .filter(|t| tolerates(t, taint))
+        .filter_map(|t| t.toleration_seconds.map(|s| (*t, s.max(0))))
+        .min_by_key(|(_, s)| *s)
+}
+
 /// Whether one toleration covers another, as the RuntimeClass plugin merges them.
 pub fn covers(wide: &Toleration, narrow: &Toleration) -> bool {
     let wide_effect = wide.effect.as_deref().unwrap_or("");
@@ -53,7 +70,8 @@ pub fn describe(t: &Toleration) -> String {
     let effect = t.effect.as_deref().unwrap_or("");
     let exists = t.operator.as_deref() == Some("Exists");
     let target = match (key.is_empty(), exists) {
-        (true, true) => "every taint".to_string(),
+        (true, true) if effect.is_empty() => "every taint".to_string(),
+        (true, true) => return format!("every {effect} taint"),
         (false, true) => format!("{key} (any value)"),
         _ => format!("{key}={}", t.value.as_deref().unwrap_or("")),
     };

@@ -1,4 +1,10 @@
 //! The serialisable surface adapters (playground, CLI) rely on.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 mod common;
 

@@ -425,7 +425,31 @@ fn prefer_runtime_class_falls_back_to_selectors_with_a_warning_when_no_class_fit
         .find(|w| w.path == "spec.runtimeClassName")
         .expect("fallback warning");
     assert_eq!(w.code.as_str(), "no-matching-runtime-class");
-    assert!(w.fix.contains("RuntimeClass"), "{w}");
+    assert!(w.message.contains("Windows pod"), "{w}");
+    assert!(
+        w.message.contains("a toleration of os=windows:NoSchedule"),
+        "{w}"
+    );
+    assert!(w.fix.contains("kubernetes.io/os: windows"), "{w}");
+    assert!(w.to_string().chars().count() <= 256, "{w}");
+}
+
+#[test]
+fn prefer_runtime_class_fallback_for_a_linux_pod_mentions_no_toleration() {
+    // Regression: the fallback warning used to say "and toleration" for Linux pods.
+    let object = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}});
+    let settings = settings(json!({"preferRuntimeClass": true, "runtimeClasses": [
+        {"name": "windows-2022", "scheduling": {"nodeSelector": {"kubernetes.io/os": "windows"}}}]}));
+    let d = mutate(&object, &settings);
+    let w = d
+        .warnings
+        .iter()
+        .find(|w| w.code.as_str() == "no-matching-runtime-class")
+        .expect("fallback warning");
+    assert!(w.message.contains("Linux pod"), "{w}");
+    assert!(!w.message.contains("toleration"), "{w}");
+    assert!(w.fix.contains("kubernetes.io/os: linux"), "{w}");
 }
 
 #[test]
@@ -968,7 +992,15 @@ fn unknown_fields_of_a_workload_template_are_preserved() {
         out["spec"]["futureDeploymentField"],
         object["spec"]["futureDeploymentField"]
     );
-    assert_eq!(out["metadata"], object["metadata"]);
+    // Metadata is kept, with only the record of what the policy added.
+    let mut annotations = out["metadata"]["annotations"].as_object().unwrap().clone();
+    assert!(annotations
+        .remove(os_placement_core::ownership::ADDED_ANNOTATION)
+        .is_some());
+    assert_eq!(
+        Value::Object(annotations),
+        object["metadata"]["annotations"]
+    );
 }
 
 #[test]

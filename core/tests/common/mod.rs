@@ -145,8 +145,13 @@ pub fn warning_codes(d: &Decision) -> Vec<&'static str> {
     d.warnings.iter().map(|w| w.code.as_str()).collect()
 }
 
+/// The paths of the placement ops (the ownership record is checked apart).
 pub fn patch_paths(d: &Decision) -> Vec<String> {
-    d.patch.iter().map(|op| op.path.clone()).collect()
+    d.patch
+        .iter()
+        .filter(|op| !is_record_op(op))
+        .map(|op| op.path.clone())
+        .collect()
 }
 
 /// The op at `path`, if any.
@@ -216,7 +221,7 @@ pub fn diff_paths(a: &Value, b: &Value) -> Vec<String> {
 /// and that the mutated object equals the input except at the patched paths.
 pub fn assert_minimal(object: &Value, d: &Decision, spec_pointer: &str) {
     let allowed = ["nodeSelector", "tolerations", "os", "runtimeClassName"];
-    for op in &d.patch {
+    for op in d.patch.iter().filter(|op| !is_record_op(op)) {
         assert_eq!(op.op, "add", "{op:?}");
         let rest = op
             .path
@@ -241,6 +246,19 @@ pub fn assert_minimal(object: &Value, d: &Decision, spec_pointer: &str) {
             d.patch
         );
     }
+}
+
+/// The op writing the record of what the policy added: an `add` on CREATE.
+pub fn is_record_op(op: &os_placement_core::patch::PatchOp) -> bool {
+    let key =
+        os_placement_core::patch::escape_token(os_placement_core::ownership::ADDED_ANNOTATION);
+    op.op == "add"
+        && (op.path == format!("/metadata/annotations/{key}")
+            || op.path == "/metadata/annotations"
+                && op.value.as_object().is_some_and(|m| {
+                    m.keys()
+                        .all(|k| k == os_placement_core::ownership::ADDED_ANNOTATION)
+                }))
 }
 
 /// The JSON pointer of the object's pod spec, by kind.

@@ -133,11 +133,13 @@ fn corpus_mutation_is_idempotent() {
     report(&failures);
 }
 
-/// Patches only add placement fields of the pod spec: nodeSelector,
-/// tolerations, os, runtimeClassName; nothing is removed or replaced.
+/// Patches only add placement fields of the pod spec (nodeSelector,
+/// tolerations, os, runtimeClassName), nothing is removed or replaced, and
+/// a workload also gets the record of exactly the nodeSelector entries added.
 #[test]
 fn corpus_patches_are_confined_to_placement_fields() {
     const FIELDS: [&str; 4] = ["nodeSelector", "tolerations", "os", "runtimeClassName"];
+    const RECORD: &str = "os-placement.kubewarden.io/added";
     let mut failures = Vec::new();
     for entry in corpus() {
         let file = &entry.file;
@@ -146,24 +148,54 @@ fn corpus_patches_are_confined_to_placement_fields() {
         let Some(patch) = evaluation.patch.filter(|p| !p.0.is_empty()) else {
             continue;
         };
-        let spec_pointer = match entry.object.get("kind").and_then(Value::as_str) {
+        let kind = entry.object.get("kind").and_then(Value::as_str);
+        let spec_pointer = match kind {
             Some("Pod") => "/spec",
             Some("CronJob") => "/spec/jobTemplate/spec/template/spec",
             _ => "/spec/template/spec",
         };
         assert!(pod_spec(&entry.object).is_some(), "{file}: no pod spec");
+        let selector = format!("{spec_pointer}/nodeSelector");
+        let mut added = serde_json::Map::new();
+        let mut recorded = None;
         for op in serde_json::to_value(&patch).unwrap().as_array().unwrap() {
-            let kind = op["op"].as_str().unwrap_or_default();
+            let op_kind = op["op"].as_str().unwrap_or_default();
             let path = op["path"].as_str().unwrap_or_default();
+            if op_kind == "add" && path == "/metadata/annotations" {
+                recorded = op["value"][RECORD].as_str().map(str::to_string);
+                continue;
+            }
+            if op_kind == "add" && path == "/metadata/annotations/os-placement.kubewarden.io~1added"
+            {
+                recorded = op["value"].as_str().map(str::to_string);
+                continue;
+            }
+            if path == selector {
+                for (k, v) in op["value"].as_object().into_iter().flatten() {
+                    added.insert(
+                        format!("{selector}/{}", k.replace('~', "~0").replace('/', "~1")),
+                        v.clone(),
+                    );
+                }
+            } else if path.starts_with(&format!("{selector}/")) {
+                added.insert(path.to_string(), op["value"].clone());
+            }
             let field = path
                 .strip_prefix(spec_pointer)
                 .and_then(|rest| rest.strip_prefix('/'))
                 .and_then(|rest| rest.split('/').next());
-            if kind != "add" || !field.is_some_and(|f| FIELDS.contains(&f)) {
+            if op_kind != "add" || !field.is_some_and(|f| FIELDS.contains(&f)) {
                 failures.push(format!(
                     "{file}: patch operation outside placement fields: {op}"
                 ));
             }
+        }
+        let expected = (kind != Some("Pod") && !added.is_empty()).then_some(Value::Object(added));
+        let recorded: Option<Value> = recorded.and_then(|r| serde_json::from_str(&r).ok());
+        if recorded != expected {
+            failures.push(format!(
+                "{file}: record {recorded:?} does not list the added entries {expected:?}"
+            ));
         }
     }
     report(&failures);
