@@ -164,6 +164,9 @@ fn fix_document(
 ) -> Option<String> {
     let objects = document.objects.as_ref().ok()?;
     let mut ops: Vec<(String, Value)> = Vec::new();
+    // Only `add` can be inserted into the text; `replace` and `remove` (of
+    // entries the policy recorded as its own) go through re-serialising.
+    let mut only_adds = true;
     let mut expected = document.value.clone();
     for (object, entry) in objects.iter().zip(entries) {
         let Status::Evaluated(outcome) = &entry.status else {
@@ -175,13 +178,7 @@ fn fix_document(
         for op in &outcome.patch {
             let path = op.get("path").and_then(Value::as_str).unwrap_or("");
             let value = op.get("value").cloned().unwrap_or(Value::Null);
-            let kind = op.get("op").and_then(Value::as_str).unwrap_or("");
-            // Only `add` is edited in place; anything else goes through re-serialising.
-            let path = if kind == "add" {
-                path.to_owned()
-            } else {
-                String::new()
-            };
+            only_adds &= op.get("op").and_then(Value::as_str) == Some("add");
             ops.push((format!("{}{path}", object.pointer()), value));
         }
         match expected.pointer_mut(&object.pointer()) {
@@ -193,14 +190,17 @@ fn fix_document(
         return None;
     }
     let original = chunk_text(text, &document.chunk);
-    let edited = ops
-        .iter()
-        .try_fold(original.to_owned(), |t, (pointer, value)| {
-            yaml_edit::add(&t, pointer, value)
-        });
-    if let Ok(edited) = edited {
-        if parse_document(&edited).ok().as_ref() == Some(&expected) {
-            return Some(edited);
+    if only_adds {
+        let edited = ops
+            .iter()
+            .try_fold(original.to_owned(), |t, (pointer, value)| {
+                yaml_edit::add(&t, pointer, value)
+            });
+        // The edit must give exactly the object the policy returned.
+        if let Ok(edited) = edited {
+            if parse_document(&edited).ok().as_ref() == Some(&expected) {
+                return Some(edited);
+            }
         }
     }
     tally.reserialised += 1;
