@@ -114,7 +114,7 @@ pub fn chunk_text<'t>(text: &'t str, chunk: &Chunk) -> &'t str {
 pub fn content_start(chunk_text: &str, first_line: usize) -> Option<(usize, usize)> {
     let mut offset = 0;
     for (index, line) in chunk_text.split_inclusive('\n').enumerate() {
-        let trimmed = line.trim_start();
+        let trimmed = line.trim_start_matches(BOM).trim_start();
         let is_noise = trimmed.is_empty()
             || trimmed.starts_with('#')
             || trimmed.starts_with('%')
@@ -172,9 +172,12 @@ pub fn parse_stream(text: &str) -> Vec<Parsed> {
     parsed
 }
 
+/// A byte order mark, as editors on Windows often write.
+pub const BOM: char = '\u{feff}';
+
 /// Parses one document's text.
 pub fn parse_document(text: &str) -> Result<Value, serde_yaml_ng::Error> {
-    serde_yaml_ng::from_str(text)
+    serde_yaml_ng::from_str(text.strip_prefix(BOM).unwrap_or(text))
 }
 
 fn yaml_error(error: serde_yaml_ng::Error, chunk: Chunk, number: usize) -> ParseError {
@@ -360,6 +363,13 @@ mod tests {
         };
         assert!(e.message.contains("larger than 16 MiB"), "{}", e.message);
         assert!(matches!(&parsed[1], Parsed::Document(d) if d.number == 2));
+    }
+
+    #[test]
+    fn byte_order_mark_is_ignored() {
+        let docs = documents("\u{feff}apiVersion: v1\nkind: Pod\n");
+        assert_eq!(docs.len(), 1);
+        assert_eq!(docs[0].value["kind"], "Pod");
     }
 
     #[test]

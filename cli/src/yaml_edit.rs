@@ -6,6 +6,8 @@
 use saphyr_parser::{Event, Parser};
 use serde_json::Value;
 
+use crate::documents::BOM;
+
 /// A node of the document with its byte range.
 #[derive(Debug)]
 struct Node {
@@ -57,6 +59,9 @@ enum Frame {
 
 /// Adds `value` at `pointer` (RFC 6901) in the first document of `text`.
 pub fn add(text: &str, pointer: &str, value: &Value) -> Result<String, String> {
+    if let Some(rest) = text.strip_prefix(BOM) {
+        return add(rest, pointer, value).map(|edited| format!("{BOM}{edited}"));
+    }
     let root = parse_tree(text)?;
     let tokens: Vec<String> = pointer.split('/').skip(1).map(unescape).collect();
     let (last, parents) = tokens
@@ -379,6 +384,12 @@ mod tests {
     fn crlf_documents_get_crlf_lines() {
         let out = add("spec:\r\n  a: 1\r\n", "/spec/b", &json!(2)).unwrap();
         assert_eq!(out, "spec:\r\n  a: 1\r\n  b: 2\r\n");
+    }
+
+    #[test]
+    fn byte_order_mark_stays_first() {
+        let out = add("\u{feff}spec:\n  a: 1\n", "/spec/b", &json!(2)).unwrap();
+        assert_eq!(out, "\u{feff}spec:\n  a: 1\n  b: 2\n");
     }
 
     #[test]
