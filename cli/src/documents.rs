@@ -34,6 +34,8 @@ pub struct Document {
 #[derive(Debug, Clone)]
 pub struct Object {
     pub value: Value,
+    /// 1-based line of a `List` item, when it could be located.
+    pub line: Option<usize>,
     /// Index in the `List`'s `items`, when it comes from a `List`.
     pub item: Option<usize>,
 }
@@ -43,6 +45,22 @@ impl Object {
     pub fn pointer(&self) -> String {
         self.item.map(|i| format!("/items/{i}")).unwrap_or_default()
     }
+}
+
+/// Sets the line of each `List` item from its position in the text.
+fn locate_items(mut objects: Vec<Object>, body: &str, chunk: &Chunk) -> Vec<Object> {
+    if objects.iter().all(|o| o.item.is_none()) {
+        return objects;
+    }
+    let offsets = crate::yaml_edit::item_offsets(body, "/items").unwrap_or_default();
+    for object in &mut objects {
+        object.line = object
+            .item
+            .and_then(|i| offsets.get(i))
+            .and_then(|&offset| body.get(..offset))
+            .map(|before| chunk.first_line + before.matches('\n').count());
+    }
+    objects
 }
 
 /// A document that could not be parsed.
@@ -155,7 +173,7 @@ pub fn parse_stream(text: &str) -> Vec<Parsed> {
             // Only comments after all, e.g. `# Source:` of an empty template.
             Ok(Value::Null) => number -= 1,
             Ok(value) => {
-                let objects = objects_of(&value);
+                let objects = objects_of(&value).map(|objects| locate_items(objects, body, &chunk));
                 parsed.push(Parsed::Document(Box::new(Document {
                     chunk,
                     number,
@@ -229,6 +247,7 @@ fn objects_of(value: &Value) -> Result<Vec<Object>, String> {
     let Some(items) = value.get("items").filter(|_| kind.ends_with("List")) else {
         return Ok(vec![Object {
             value: value.clone(),
+            line: None,
             item: None,
         }]);
     };
@@ -242,6 +261,7 @@ fn objects_of(value: &Value) -> Result<Vec<Object>, String> {
             check_object(item, &format!("items[{i}]"))?;
             Ok(Object {
                 value: item.clone(),
+                line: None,
                 item: Some(i),
             })
         })
@@ -381,6 +401,7 @@ mod tests {
         assert_eq!(objects.len(), 2);
         assert_eq!(objects[1].item, Some(1));
         assert_eq!(objects[1].pointer(), "/items/1");
+        assert_eq!((objects[0].line, objects[1].line), (Some(4), Some(5)));
         assert_eq!(objects[1].value["kind"], "Deployment");
     }
 

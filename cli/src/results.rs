@@ -244,7 +244,7 @@ pub fn check_document(
             .iter()
             .map(|object| Entry {
                 file: file.to_owned(),
-                line: Some(document.line),
+                line: Some(object.line.unwrap_or(document.line)),
                 column: None,
                 document: Some(document.number),
                 item: object.item,

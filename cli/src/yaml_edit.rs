@@ -96,6 +96,22 @@ pub fn add(text: &str, pointer: &str, value: &Value) -> Result<String, String> {
     Ok(insert_after_line(text, node.start.max(node.end), &snippet))
 }
 
+/// Byte offsets where the items of the sequence at `pointer` begin, e.g.
+/// the objects of a `List` at `/items`; None when it cannot be located.
+pub fn item_offsets(text: &str, pointer: &str) -> Option<Vec<usize>> {
+    let bom = text.strip_prefix(BOM).map_or(0, |_| BOM.len_utf8());
+    let root = parse_tree(text.get(bom..)?).ok()?;
+    let node = pointer
+        .split('/')
+        .skip(1)
+        .map(unescape)
+        .try_fold(&root, |node, token| child(node, &token))?;
+    match &node.kind {
+        NodeKind::Seq(items) => Some(items.iter().map(|i| i.content_start() + bom).collect()),
+        _ => None,
+    }
+}
+
 fn unescape(token: &str) -> String {
     token.replace("~1", "/").replace("~0", "~")
 }
@@ -390,6 +406,15 @@ mod tests {
     fn byte_order_mark_stays_first() {
         let out = add("\u{feff}spec:\n  a: 1\n", "/spec/b", &json!(2)).unwrap();
         assert_eq!(out, "\u{feff}spec:\n  a: 1\n  b: 2\n");
+    }
+
+    #[test]
+    fn item_offsets_point_at_each_item() {
+        let text = "kind: List\nitems:\n- kind: Pod\n  x: 1\n-   kind: Job\n";
+        let offsets = item_offsets(text, "/items").unwrap();
+        let starts: Vec<&str> = offsets.iter().map(|&o| &text[o..o + 9]).collect();
+        assert_eq!(starts, ["kind: Pod", "kind: Job"]);
+        assert_eq!(item_offsets("items: 3\n", "/items"), None);
     }
 
     #[test]

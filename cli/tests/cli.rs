@@ -232,6 +232,8 @@ fn list_items_are_checked_one_by_one() {
         (Some(0), Some("rejected"))
     );
     assert_eq!(results[0]["violations"][0]["code"], "os-conflict");
+    let lines: Vec<&Value> = results.iter().map(|r| &r["line"]).collect();
+    assert_eq!(lines, [5, 18], "each item at its own line");
     assert_eq!(
         (results[1]["item"].as_u64(), results[1]["verdict"].as_str()),
         (Some(1), Some("accepted"))
