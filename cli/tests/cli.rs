@@ -127,6 +127,13 @@ fn exit_codes() {
         "{}",
         stdout(&missing)
     );
+    // DELETE is never refused, as in the cluster.
+    let delete = check(
+        &["tests/fixtures/list.yaml"],
+        &["--preset", "eks", "--operation", "delete"],
+        None,
+    );
+    assert_eq!(code(&delete), 0, "{}", stdout(&delete));
     // Usage errors: 2.
     assert_eq!(code(&run(&["check"], None)), 2);
     assert_eq!(code(&run(&["check", "x.yaml", "--output", "xml"], None)), 2);
@@ -334,6 +341,25 @@ fn fix_in_place_rewrites_only_changed_files() {
         "stdin cannot be rewritten"
     );
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn fix_rewrites_json_documents_as_json_keeping_key_order() {
+    let pod = r#"{"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "j"}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}"#;
+    let output = run(&["fix", "-"], Some(pod.as_bytes()));
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let fixed = stdout(&output);
+    let value: Value = serde_json::from_str(&fixed).unwrap();
+    assert_eq!(value["spec"]["nodeSelector"]["kubernetes.io/os"], "linux");
+    assert!(
+        fixed.find("\"kind\"") < fixed.find("\"apiVersion\""),
+        "{fixed}"
+    );
+    assert!(
+        stderr(&output).contains("1 document(s) re-serialised"),
+        "{}",
+        stderr(&output)
+    );
 }
 
 #[test]
