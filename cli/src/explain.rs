@@ -59,7 +59,12 @@ fn human(out: &mut dyn Write, entries: &[Entry]) -> io::Result<()> {
                     entry.name(),
                     entry.verdict().as_str()
                 )?;
-                if outcome.signals.is_empty() {
+                if outcome.signals.is_empty() && !outcome.accepted {
+                    // Rejected before any signal was read, e.g. a malformed pod spec.
+                    for violation in &outcome.violations {
+                        writeln!(out, "  not resolved: {violation}")?;
+                    }
+                } else if outcome.signals.is_empty() {
                     writeln!(
                         out,
                         "  no field restricts the OS or build: defaultOS decides"

@@ -383,6 +383,14 @@ fn explain_names_the_fields_behind_the_decision() {
         ),
         "{text}"
     );
+    let malformed =
+        b"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: m}\nspec: {template: 3}\n";
+    let output = run(&["explain", "-"], Some(malformed));
+    assert!(
+        stdout(&output).contains("  not resolved: spec.template: "),
+        "{}",
+        stdout(&output)
+    );
     let json = run(&["explain", "-o", "json", "tests/fixtures/list.yaml"], None);
     let value: Value = serde_json::from_str(&stdout(&json)).unwrap();
     assert_eq!(value[0]["signals"][0]["source"], "nodeSelector");
