@@ -3,9 +3,9 @@
 //!
 //! ```text
 //! os-placement-eval [--wasm PATH] [--root DIR] [--cases FILE]
-//! os-placement-eval [--wasm PATH] --manifest FILE [--settings FILE] [--operation OP]
-//!                   [--old-manifest FILE] [--sub-resource NAME]
 //! ```
+//!
+//! To check your own manifests, use the `os-placement` CLI (`cli/`).
 //!
 //! Exit code: 0 when every case ran and matched its `expect`, 1 when a case
 //! did not match, could not be read, or the policy failed (waPC error / trap),
@@ -24,33 +24,25 @@ use std::time::Instant;
 
 use anyhow::{anyhow, bail, Result};
 use os_placement_e2e::{
-    load_cases, run_case, Case, CaseOutcome, PolicyHost, PolicyModule, DEFAULT_CASES, DEFAULT_WASM,
+    load_cases, repo_root, run_case, Case, CaseOutcome, PolicyHost, PolicyModule, DEFAULT_CASES,
+    DEFAULT_WASM,
 };
 
 const USAGE: &str = "\
 usage: os-placement-eval [--wasm PATH] [--root DIR] [--cases FILE]
-       os-placement-eval [--wasm PATH] --manifest FILE [--settings FILE] [--operation OP]
-                         [--old-manifest FILE] [--sub-resource NAME]
 
   --wasm PATH          policy module (default: <root>/target/wasm32-wasip1/release/os_placement_policy.wasm)
-  --root DIR           repository root; case paths are relative to it (default: .)
+  --root DIR           repository root; case paths are relative to it
+                       (default: the repository this program was built from)
   --cases FILE         case list (default: <root>/examples/cases.yaml)
-  --manifest FILE      evaluate one object instead of the case list
-  --settings FILE      settings for --manifest (default: {})
-  --operation OP       CREATE (default), UPDATE, DELETE or CONNECT
-  --old-manifest FILE  oldObject for UPDATE
-  --sub-resource NAME  e.g. ephemeralcontainers";
+
+To check your own manifests: os-placement check FILE|DIR|- (cargo install --path cli)";
 
 #[derive(Debug, Default)]
 struct Args {
     wasm: Option<PathBuf>,
     root: Option<PathBuf>,
     cases: Option<PathBuf>,
-    manifest: Option<PathBuf>,
-    settings: Option<PathBuf>,
-    operation: Option<String>,
-    old_manifest: Option<PathBuf>,
-    sub_resource: Option<String>,
 }
 
 enum Parsed {
@@ -78,24 +70,11 @@ fn parse_args(mut argv: impl Iterator<Item = String>) -> Result<Parsed> {
             "--wasm" => args.wasm = Some(value()?.into()),
             "--root" => args.root = Some(value()?.into()),
             "--cases" => args.cases = Some(value()?.into()),
-            "--manifest" => args.manifest = Some(value()?.into()),
-            "--settings" => args.settings = Some(value()?.into()),
-            "--operation" => args.operation = Some(value()?.to_ascii_uppercase()),
-            "--old-manifest" => args.old_manifest = Some(value()?.into()),
-            "--sub-resource" => args.sub_resource = Some(value()?),
+            "--manifest" => bail!(
+                "--manifest is gone: check manifests with `os-placement check FILE` (cargo install --path cli)"
+            ),
             other => bail!("unknown argument {other:?}"),
         }
-    }
-    if args.manifest.is_some() && args.cases.is_some() {
-        bail!("--manifest and --cases are exclusive");
-    }
-    if args.manifest.is_none()
-        && (args.settings.is_some()
-            || args.operation.is_some()
-            || args.old_manifest.is_some()
-            || args.sub_resource.is_some())
-    {
-        bail!("--settings, --operation, --old-manifest and --sub-resource go with --manifest");
     }
     Ok(Parsed::Run(args))
 }
@@ -136,7 +115,8 @@ fn is_broken_pipe(error: &anyhow::Error) -> bool {
 
 /// Runs everything; `Ok(false)` when a case failed or mismatched.
 fn run(args: &Args, out: &mut dyn Write) -> Result<bool> {
-    let root = args.root.clone().unwrap_or_else(|| PathBuf::from("."));
+    // Not the working directory: run from elsewhere, "." would blame a missing build.
+    let root = args.root.clone().unwrap_or_else(repo_root);
     let wasm = args.wasm.clone().unwrap_or_else(|| root.join(DEFAULT_WASM));
     if !wasm.is_file() {
         bail!(
@@ -145,31 +125,12 @@ fn run(args: &Args, out: &mut dyn Write) -> Result<bool> {
         );
     }
 
-    let (cases, case_root) = match &args.manifest {
-        Some(manifest) => (
-            vec![Case {
-                name: manifest.display().to_string(),
-                description: None,
-                manifest: manifest.clone(),
-                settings: args.settings.clone(),
-                operation: args
-                    .operation
-                    .clone()
-                    .unwrap_or_else(|| "CREATE".to_owned()),
-                old_manifest: args.old_manifest.clone(),
-                sub_resource: args.sub_resource.clone(),
-                expect: None,
-            }],
-            PathBuf::from("."),
-        ),
-        None => {
-            let cases_path = args
-                .cases
-                .clone()
-                .unwrap_or_else(|| root.join(DEFAULT_CASES));
-            (load_cases(&cases_path)?, root.clone())
-        }
-    };
+    let cases_path = args
+        .cases
+        .clone()
+        .unwrap_or_else(|| root.join(DEFAULT_CASES));
+    let cases = load_cases(&cases_path)?;
+    let case_root = root.clone();
 
     let module = PolicyModule::compile(&wasm)?;
     let started = Instant::now();
@@ -383,17 +344,15 @@ mod tests {
 
     #[test]
     fn parses_flags() {
-        let Ok(Parsed::Run(args)) = parse(&[
-            "--wasm=x.wasm",
-            "--manifest",
-            "m.yaml",
-            "--operation",
-            "update",
-        ]) else {
+        let Ok(Parsed::Run(args)) = parse(&["--wasm=x.wasm", "--cases", "c.yaml"]) else {
             unreachable!()
         };
         assert_eq!(args.wasm, Some(PathBuf::from("x.wasm")));
-        assert_eq!(args.operation.as_deref(), Some("UPDATE"));
+        assert_eq!(args.cases, Some(PathBuf::from("c.yaml")));
+        let gone = parse(&["--manifest", "m.yaml"])
+            .err()
+            .map(|e| e.to_string());
+        assert!(gone.is_some_and(|e| e.contains("os-placement check")));
         assert!(parse(&["--settings", "s.yaml"]).is_err());
         assert!(parse(&["--bogus"]).is_err());
         assert!(parse(&["--cases"]).is_err());

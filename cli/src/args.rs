@@ -1,0 +1,184 @@
+//! Command-line arguments.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use os_placement_core::Operation;
+
+/// Checks Kubernetes manifests against the os-placement rules, the same
+/// rules the os-placement admission policy applies in the cluster.
+#[derive(Debug, Parser)]
+#[command(name = "os-placement", version, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Evaluate manifests: the verdict, messages and patch of every object.
+    ///
+    /// Exit code 0 when every object is accepted (with or without a patch),
+    /// 1 when any is rejected, 2 on a usage or input error (unreadable file,
+    /// broken YAML, a document that is not a Kubernetes object, bad settings).
+    Check(CheckArgs),
+    /// Write the manifests with what the policy would add, to stdout or in place.
+    ///
+    /// Documents that need no change are written byte for byte; added
+    /// entries are inserted into the text, so comments and layout stay. Fix
+    /// always adds what is missing, whatever `mutate` says in the settings.
+    /// Exit code 1 when an object is rejected (it is left as it is).
+    Fix(FixArgs),
+    /// Show the OS and build signals of each pod spec: which field says what.
+    Explain(ExplainArgs),
+}
+
+/// Settings and the simulated admission operation.
+#[derive(Debug, Args)]
+pub struct PolicyArgs {
+    /// Policy settings, YAML or JSON, as in the policy's `settings`.
+    #[arg(long, value_name = "FILE", conflicts_with = "preset")]
+    pub settings: Option<PathBuf>,
+    /// Settings of a known platform: examples/settings/<preset>.yaml.
+    #[arg(long, value_enum)]
+    pub preset: Option<Preset>,
+    /// The admission operation to simulate.
+    #[arg(long, value_enum, ignore_case = true, default_value_t = OperationArg::Create)]
+    pub operation: OperationArg,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Files, folders (searched recursively for *.yaml, *.yml, *.json), or - for stdin.
+    #[arg(value_name = "PATH", required = true)]
+    pub paths: Vec<String>,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = Format::Human)]
+    pub output: Format,
+    /// Colour the human output.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+}
+
+#[derive(Debug, Args)]
+pub struct FixArgs {
+    /// Files, folders (searched recursively for *.yaml, *.yml, *.json), or - for stdin.
+    #[arg(value_name = "PATH", required = true)]
+    pub paths: Vec<String>,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    /// Rewrite the files instead of printing every document to stdout.
+    #[arg(short, long)]
+    pub in_place: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// Files, folders, or - for stdin.
+    #[arg(value_name = "FILE", required = true)]
+    pub paths: Vec<String>,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    /// Output format (junit is not available here).
+    #[arg(short, long, value_enum, default_value_t = Format::Human)]
+    pub output: Format,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Preset {
+    /// Amazon EKS with the os=windows:NoSchedule taint.
+    Eks,
+    /// Google GKE.
+    Gke,
+    /// Azure AKS.
+    Aks,
+}
+
+impl Preset {
+    pub fn name(self) -> &'static str {
+        match self {
+            Preset::Eks => "eks",
+            Preset::Gke => "gke",
+            Preset::Aks => "aks",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OperationArg {
+    #[value(name = "CREATE")]
+    Create,
+    #[value(name = "UPDATE")]
+    Update,
+    #[value(name = "DELETE")]
+    Delete,
+    #[value(name = "CONNECT")]
+    Connect,
+}
+
+impl OperationArg {
+    pub fn to_core(self) -> Operation {
+        match self {
+            OperationArg::Create => Operation::Create,
+            OperationArg::Update => Operation::Update,
+            OperationArg::Delete => Operation::Delete,
+            OperationArg::Connect => Operation::Connect,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Per object: where, verdict, one line per message, the patch.
+    Human,
+    /// One result per object, schema in the README.
+    Json,
+    /// JUnit XML, one test case per object, for CI test reports.
+    Junit,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    /// Colour when stdout is a terminal and NO_COLOR is unset.
+    Auto,
+    Always,
+    Never,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn operation_ignores_case() {
+        let cli =
+            Cli::try_parse_from(["os-placement", "check", "-", "--operation", "update"]).unwrap();
+        let Command::Check(args) = cli.command else {
+            panic!()
+        };
+        assert_eq!(args.policy.operation, OperationArg::Update);
+        assert_eq!(args.paths, ["-"]);
+    }
+
+    #[test]
+    fn settings_and_preset_are_exclusive() {
+        let parsed = Cli::try_parse_from([
+            "os-placement",
+            "check",
+            "x.yaml",
+            "--settings",
+            "s.yaml",
+            "--preset",
+            "eks",
+        ]);
+        assert!(parsed.is_err());
+    }
+}

@@ -1,0 +1,109 @@
+//! `os-placement`: the os-placement admission rules over manifest files,
+//! Helm and Kustomize output, in CI pipelines and on a laptop. A thin
+//! adapter: every decision comes from `os-placement-core`.
+
+mod args;
+mod documents;
+mod engine;
+mod explain;
+mod fix;
+mod inputs;
+mod report;
+mod results;
+mod yaml_edit;
+
+use std::io::{self, IsTerminal, Write};
+use std::process::ExitCode;
+
+use clap::Parser;
+use os_placement_core::Settings;
+
+use args::{CheckArgs, Cli, ColorChoice, Command, Format, PolicyArgs};
+use engine::{load_settings, settings_source};
+use report::{Context, Style};
+use results::{check_inputs, Summary};
+
+/// Exit code for usage and input errors (clap uses it too).
+const EXIT_INPUT_ERROR: u8 = 2;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Check(args) => check(&args),
+        Command::Fix(args) => fix::run(&args),
+        Command::Explain(args) => explain::run(&args),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        // The reader went away (`| head`): nothing left to say.
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("os-placement: {e}");
+            ExitCode::from(EXIT_INPUT_ERROR)
+        }
+    }
+}
+
+/// Settings from the arguments; on error, prints every problem and returns the exit code.
+pub fn settings_or_exit(policy: &PolicyArgs) -> Result<(Settings, String), u8> {
+    let source = settings_source(policy.settings.as_deref(), policy.preset);
+    match load_settings(&source) {
+        Ok(settings) => Ok((settings, source.label())),
+        Err(problems) => {
+            eprintln!("os-placement: invalid settings:");
+            for problem in problems {
+                eprintln!("  {problem}");
+            }
+            Err(EXIT_INPUT_ERROR)
+        }
+    }
+}
+
+fn check(args: &CheckArgs) -> io::Result<u8> {
+    let (settings, label) = match settings_or_exit(&args.policy) {
+        Ok(found) => found,
+        Err(code) => return Ok(code),
+    };
+    let inputs = inputs::discover(&args.paths);
+    if inputs.is_empty() {
+        eprintln!(
+            "os-placement: no *.yaml, *.yml or *.json files found in {}",
+            args.paths.join(", ")
+        );
+        return Ok(EXIT_INPUT_ERROR);
+    }
+    let entries = check_inputs(&inputs, &settings, args.policy.operation);
+    let summary = Summary::of(&entries, inputs.len());
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    let context = Context {
+        settings: &label,
+        operation: args.policy.operation.to_core().as_str(),
+    };
+    match args.output {
+        Format::Human => {
+            let style = Style {
+                color: use_color(args.color),
+            };
+            report::human(&mut out, &entries, &summary, style)?;
+        }
+        Format::Json => report::json(&mut out, &entries, &summary, &context)?,
+        Format::Junit => report::junit(&mut out, &entries, &summary)?,
+    }
+    out.flush()?;
+    if args.output != Format::Human {
+        // Machine formats own stdout; the totals still reach a person.
+        eprintln!("{}", summary.line());
+    }
+    Ok(summary.exit_code())
+}
+
+fn use_color(choice: ColorChoice) -> bool {
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        }
+    }
+}
