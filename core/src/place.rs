@@ -9,7 +9,7 @@ use crate::constraint::{Builds, Os};
 use crate::diagnostics::{Code, Diagnostic};
 use crate::labels::{selector_placement, OS_LABEL, WINDOWS_BUILD_LABEL};
 use crate::patch::{pointer_child, AddOp};
-use crate::resolve::{Resolution, Signal};
+use crate::resolve::{Resolution, Signal, Source};
 use crate::selection::{bound_to_node, os_undetermined, other_selections};
 use crate::settings::{DefaultOs, RuntimeClass, Settings, Taint};
 use crate::spec::PodView;
@@ -166,9 +166,13 @@ fn effective_tolerations<'p>(
         .collect()
 }
 
+/// The field that says the pod runs `os` containers: an image first, as
+/// users read "runs Windows containers", then any other decisive field.
 fn first_reason(resolution: &Resolution, os: Os) -> String {
     let decisive = |s: &&Signal| s.placement.os() == Some(os);
-    match resolution.signals.iter().find(decisive) {
+    let image = |s: &&Signal| decisive(s) && s.source == Source::Image;
+    let found = resolution.signals.iter().find(image);
+    match found.or_else(|| resolution.signals.iter().find(decisive)) {
         Some(s) => format!("{} = {}", s.path, s.value),
         None => "no OS signal; defaultOS is linux".to_string(),
     }

@@ -141,10 +141,10 @@ pub fn os_undetermined(pod: &PodView<'_>, selections: &[Selection]) -> Diagnosti
         Code::OsUndetermined,
         path,
         format!(
-            "no OS signal, and the pod picks nodes by {}; no OS selector added",
+            "the pod's OS cannot be told and it picks nodes by {}, so no OS selector was added",
             summary(selections)
         ),
-        "set nodeSelector kubernetes.io/os",
+        "set nodeSelector kubernetes.io/os: linux or windows",
     )
 }
 

@@ -505,3 +505,26 @@ fn example_warnings_fit_the_api_server_limit_untruncated() {
     }
     assert!(checked > 10, "only {checked} warnings seen");
 }
+
+#[test]
+fn missing_selector_message_cites_the_image_before_other_fields() {
+    // Regression: the CronJob example's message cited windowsOptions while its
+    // comment (and the user) looked at the Windows image.
+    let object = with_spec(
+        pod_with_images(&[WIN2022]),
+        json!({"securityContext": {"windowsOptions": {"runAsUserName": "ContainerUser"}}}),
+    );
+    let d = create(&object, &settings(json!({"mutate": false})));
+    let m = message(&d);
+    assert!(
+        m.contains(&format!("spec.containers[0].image = \"{WIN2022}\"")),
+        "{m}"
+    );
+    // With no Windows image, the other decisive field is cited.
+    let object = with_spec(
+        pod_with_images(&[PRIVATE]),
+        json!({"securityContext": {"windowsOptions": {"runAsUserName": "ContainerUser"}}}),
+    );
+    let m = message(&create(&object, &settings(json!({"mutate": false}))));
+    assert!(m.contains("windowsOptions = {runAsUserName"), "{m}");
+}
