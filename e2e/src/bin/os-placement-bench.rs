@@ -41,7 +41,12 @@ fn parse_args() -> Result<Options> {
 fn corpus_requests(dir: &PathBuf) -> Result<Vec<Value>> {
     // Sorted so every run evaluates the same sequence.
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| format!("reading corpus {}", dir.display()))?
+        .with_context(|| {
+            format!(
+                "cannot read the corpus {}: set OS_PLACEMENT_CORPUS (or --corpus) to the directory of the corpus manifests",
+                dir.display()
+            )
+        })?
         .filter_map(|entry| entry.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
         .collect();

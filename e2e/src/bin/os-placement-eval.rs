@@ -5,7 +5,12 @@
 //! os-placement-eval [--wasm PATH] [--root DIR] [--cases FILE]
 //! os-placement-eval [--wasm PATH] --manifest FILE [--settings FILE] [--operation OP]
 //!                   [--old-manifest FILE] [--sub-resource NAME]
+//! os-placement-eval [--wasm PATH] --review FILE [--settings FILE]
 //! ```
+//!
+//! `--review` takes an `admission.k8s.io/v1` AdmissionReview (JSON or YAML)
+//! and prints the AdmissionReview response policy-server would send, from a
+//! fresh instance with settings validated at load.
 //!
 //! Exit code: 0 when every case ran and matched its `expect`, 1 when a case
 //! did not match, could not be read, or the policy failed (waPC error / trap),
@@ -24,13 +29,15 @@ use std::time::Instant;
 
 use anyhow::{anyhow, bail, Result};
 use os_placement_e2e::{
-    load_cases, run_case, Case, CaseOutcome, PolicyHost, PolicyModule, DEFAULT_CASES, DEFAULT_WASM,
+    load_cases, read_yaml, run_case, Case, CaseOutcome, LoadedPolicy, PolicyHost, PolicyModule,
+    DEFAULT_CASES, DEFAULT_WASM,
 };
 
 const USAGE: &str = "\
 usage: os-placement-eval [--wasm PATH] [--root DIR] [--cases FILE]
        os-placement-eval [--wasm PATH] --manifest FILE [--settings FILE] [--operation OP]
                          [--old-manifest FILE] [--sub-resource NAME]
+       os-placement-eval [--wasm PATH] --review FILE [--settings FILE]
 
   --wasm PATH          policy module (default: <root>/target/wasm32-wasip1/release/os_placement_policy.wasm)
   --root DIR           repository root; case paths are relative to it (default: .)
@@ -39,7 +46,8 @@ usage: os-placement-eval [--wasm PATH] [--root DIR] [--cases FILE]
   --settings FILE      settings for --manifest (default: {})
   --operation OP       CREATE (default), UPDATE, DELETE or CONNECT
   --old-manifest FILE  oldObject for UPDATE
-  --sub-resource NAME  e.g. ephemeralcontainers";
+  --sub-resource NAME  e.g. ephemeralcontainers
+  --review FILE        an AdmissionReview (JSON or YAML); prints the AdmissionReview response";
 
 #[derive(Debug, Default)]
 struct Args {
@@ -51,10 +59,11 @@ struct Args {
     operation: Option<String>,
     old_manifest: Option<PathBuf>,
     sub_resource: Option<String>,
+    review: Option<PathBuf>,
 }
 
 enum Parsed {
-    Run(Args),
+    Run(Box<Args>),
     Help,
 }
 
@@ -83,11 +92,21 @@ fn parse_args(mut argv: impl Iterator<Item = String>) -> Result<Parsed> {
             "--operation" => args.operation = Some(value()?.to_ascii_uppercase()),
             "--old-manifest" => args.old_manifest = Some(value()?.into()),
             "--sub-resource" => args.sub_resource = Some(value()?),
+            "--review" => args.review = Some(value()?.into()),
             other => bail!("unknown argument {other:?}"),
         }
     }
     if args.manifest.is_some() && args.cases.is_some() {
         bail!("--manifest and --cases are exclusive");
+    }
+    if args.review.is_some() {
+        if args.manifest.is_some() || args.cases.is_some() {
+            bail!("--review excludes --manifest and --cases");
+        }
+        if args.operation.is_some() || args.old_manifest.is_some() || args.sub_resource.is_some() {
+            bail!("--operation, --old-manifest and --sub-resource go with --manifest");
+        }
+        return Ok(Parsed::Run(Box::new(args)));
     }
     if args.manifest.is_none()
         && (args.settings.is_some()
@@ -97,7 +116,7 @@ fn parse_args(mut argv: impl Iterator<Item = String>) -> Result<Parsed> {
     {
         bail!("--settings, --operation, --old-manifest and --sub-resource go with --manifest");
     }
-    Ok(Parsed::Run(args))
+    Ok(Parsed::Run(Box::new(args)))
 }
 
 fn main() -> ExitCode {
@@ -143,6 +162,10 @@ fn run(args: &Args, out: &mut dyn Write) -> Result<bool> {
             "policy module {} not found: run `make build` first",
             wasm.display()
         );
+    }
+
+    if let Some(review) = &args.review {
+        return review_once(&wasm, review, args.settings.as_deref(), out);
     }
 
     let (cases, case_root) = match &args.manifest {
@@ -198,6 +221,26 @@ fn run(args: &Args, out: &mut dyn Write) -> Result<bool> {
     writeln!(out)?;
     writeln!(out, "{}", totals.summary())?;
     Ok(totals.errors == 0 && totals.mismatched == 0)
+}
+
+/// `--review`: the AdmissionReview response, as policy-server would answer.
+fn review_once(
+    wasm: &Path,
+    review: &Path,
+    settings: Option<&Path>,
+    out: &mut dyn Write,
+) -> Result<bool> {
+    let settings = match settings {
+        Some(path) => match read_yaml(path)? {
+            serde_json::Value::Null => serde_json::json!({}),
+            other => other,
+        },
+        None => serde_json::json!({}),
+    };
+    let policy = LoadedPolicy::load(PolicyModule::compile(wasm)?, settings)?;
+    let response = policy.review(&read_yaml(review)?)?;
+    writeln!(out, "{}", serde_json::to_string_pretty(&response)?)?;
+    Ok(true)
 }
 
 #[derive(Debug, Default)]
@@ -398,5 +441,11 @@ mod tests {
         assert!(parse(&["--bogus"]).is_err());
         assert!(parse(&["--cases"]).is_err());
         assert!(matches!(parse(&["-h"]), Ok(Parsed::Help)));
+        let Ok(Parsed::Run(args)) = parse(&["--review", "r.json", "--settings", "s.yaml"]) else {
+            unreachable!()
+        };
+        assert_eq!(args.review, Some(PathBuf::from("r.json")));
+        assert!(parse(&["--review", "r.json", "--manifest", "m.yaml"]).is_err());
+        assert!(parse(&["--review", "r.json", "--operation", "UPDATE"]).is_err());
     }
 }
