@@ -28,7 +28,9 @@ fn missing(what: &str, how: &str) -> Result<Option<PathBuf>, String> {
     if in_ci() {
         Err(format!("{message}; CI must provide it"))
     } else {
-        eprintln!("SKIPPED: {message}");
+        // Straight to stderr: the test harness captures `eprintln!` of passing tests.
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "SKIPPED: {message}");
         Ok(None)
     }
 }
