@@ -7,6 +7,10 @@
 #   make test    fmt, clippy, core unit tests, build, tests through the .wasm in wasmtime, CLI tests
 #   make test-cli the CLI's tests, its verdicts compared with the .wasm's
 #   make bench   module size, and corpus evaluation time through the .wasm vs the native core
+#   make annotated-policy.wasm   the module with metadata.yml and README.md embedded (kwctl annotate)
+#   make push REGISTRY=host[:port]/path TAG=v0.1.0   push the annotated module as an OCI artifact
+#   make artifacthub   regenerate artifacthub-pkg.yml from metadata.yml
+#   make test-release   annotated module, AdmissionReview host, real registry, kwctl/policy-server interop
 
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -20,12 +24,20 @@ CASES := examples/cases.yaml
 # Hook for system packages later steps may need (Debian/Ubuntu names), e.g.
 #   make deps APT_PACKAGES="binaryen"
 APT_PACKAGES ?=
+# The release tests run a real OCI registry (CNCF distribution).
+APT_PACKAGES += docker-registry
 
 # Everything builds in the shared ./target: the host (wasmtime) is built once,
 # in the dev/test profile, and `run` reuses what `test` built.
 unexport CARGO_TARGET_DIR
 
-.PHONY: deps build run test test-cli bench
+ANNOTATED := annotated-policy.wasm
+RELEASE_TOOL = $(CARGO) run -q -p os-placement-e2e --bin os-placement-release --
+# kwctl and policy-server for the interop tests (skipped outside CI when absent).
+KUBEWARDEN_BIN ?= $(abspath ../shared/kubewarden)
+TAG ?= v$(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
+
+.PHONY: deps build run test test-cli bench test-release push artifacthub $(ANNOTATED)
 
 deps:
 	@command -v rustup >/dev/null || { echo "rustup not found: install it from https://rustup.rs" >&2; exit 1; }
@@ -56,7 +68,8 @@ test: deps
 	$(CARGO) test -p os-placement-core
 	$(CARGO) build -p os-placement-policy --target $(WASM_TARGET) --release
 	@echo "$(WASM): $$(wc -c < $(WASM)) bytes"
-	OS_PLACEMENT_WASM="$(CURDIR)/$(WASM)" $(CARGO) test -p os-placement-e2e
+	OS_PLACEMENT_WASM="$(CURDIR)/$(WASM)" $(CARGO) test -p os-placement-e2e --lib --bins --test wasm
+	$(MAKE) --no-print-directory test-release
 	$(MAKE) --no-print-directory test-cli
 
 # The CLI in the dev profile (the host the e2e tests built is reused); the
@@ -64,6 +77,24 @@ test: deps
 test-cli: deps
 	$(CARGO) build -p os-placement-policy --target $(WASM_TARGET) --release
 	OS_PLACEMENT_WASM="$(CURDIR)/$(WASM)" $(CARGO) test -p os-placement-cli
+
+# The release tests (e2e/tests/release): built module, real registry, real kwctl/policy-server.
+test-release: build
+	OS_PLACEMENT_WASM="$(CURDIR)/$(WASM)" KUBEWARDEN_BIN="$(KUBEWARDEN_BIN)" \
+	  $(CARGO) test -p os-placement-e2e --test release
+
+$(ANNOTATED): build
+	$(RELEASE_TOOL) annotate $(WASM) --metadata-path metadata.yml --usage-path README.md --output-path $@
+
+# Regenerates artifacthub-pkg.yml from metadata.yml (a new version needs CREATED_AT=<RFC 3339 time>).
+artifacthub:
+	$(RELEASE_TOOL) artifacthub --metadata-path metadata.yml --output-path artifacthub-pkg.yml $(if $(CREATED_AT),--created-at $(CREATED_AT))
+
+# e.g. make push REGISTRY=ghcr.io/os-placement/policies/os-placement TAG=v0.1.0
+# (INSECURE=1 for plain HTTP; 127.0.0.1 and localhost always use it).
+push: $(ANNOTATED)
+	@[ -n "$(REGISTRY)" ] || { echo "usage: make push REGISTRY=host[:port]/path [TAG=$(TAG)] [INSECURE=1]" >&2; exit 2; }
+	$(RELEASE_TOOL) push $(ANNOTATED) registry://$(REGISTRY):$(TAG) $(if $(INSECURE),--insecure)
 
 # Release host: native timings in a debug build mean nothing.
 bench: build

@@ -1,8 +1,9 @@
 //! Loading the policy module and calling it through waPC, the way Kubewarden's
-//! policy-server does: wasmtime (through `wasmtime-provider`) with WASI, a host
-//! callback that answers an error for every host capability, epoch interruption
-//! as the policy timeout, and the JSON Patch derived by diffing `mutated_object`
-//! against the request object.
+//! policy-server does: wasmtime (through `wasmtime-provider`) with WASI, one
+//! `InstancePre` per module rehydrated into a fresh instance for each request,
+//! a host callback that answers an error for every host capability, epoch
+//! interruption as the policy timeout (2 s by default, as policy-server), and
+//! the JSON Patch derived by diffing `mutated_object` against the request object.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -14,13 +15,12 @@ use anyhow::{anyhow, Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use wapc::WapcHost;
-use wasmtime_provider::{EpochDeadlines, WasmtimeEngineProviderBuilder};
+use wasmtime_provider::{EpochDeadlines, WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre};
 
 /// Length of one epoch tick.
 const TICK: Duration = Duration::from_millis(100);
-/// Default deadline of one waPC call, in ticks (policy-server's default is 2 s;
-/// be generous: tests run in parallel on small machines).
-const DEFAULT_DEADLINE_TICKS: u64 = 100;
+/// Default deadline of one waPC call: policy-server's default policy timeout.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Answer of the `validate_settings` waPC operation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -110,8 +110,7 @@ impl Ticker {
 /// A compiled policy module. Compiling is the expensive part; instantiating a
 /// [`PolicyHost`] from it is cheap. `Send + Sync`: share it between tests.
 pub struct PolicyModule {
-    engine: wasmtime::Engine,
-    module: wasmtime::Module,
+    pre: WasmtimeEngineProviderPre,
     ticker: Arc<Ticker>,
     deadline_ticks: u64,
     size: usize,
@@ -146,11 +145,17 @@ impl PolicyModule {
         let module = wasmtime::Module::new(&engine, bytes).map_err(|e| anyhow!("{e:?}"))?;
         let compile_time = started.elapsed();
         let ticker = Arc::new(Ticker::start(engine.clone())?);
+        // Linked and type-checked once, as policy-server does at start.
+        let pre = WasmtimeEngineProviderBuilder::new()
+            .engine(engine)
+            .module(module)
+            .wasi_params(wapc::WasiParams::default())
+            .build_pre()
+            .map_err(|e| anyhow!("cannot link the policy module: {e}"))?;
         Ok(Self {
-            engine,
-            module,
+            pre,
             ticker,
-            deadline_ticks: DEFAULT_DEADLINE_TICKS,
+            deadline_ticks: ticks(DEFAULT_TIMEOUT),
             size: bytes.len(),
             compile_time,
         })
@@ -159,8 +164,7 @@ impl PolicyModule {
     /// Sets the deadline of every waPC call (initialisation included).
     #[must_use]
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        let ticks = timeout.as_millis() / TICK.as_millis();
-        self.deadline_ticks = u64::try_from(ticks).unwrap_or(u64::MAX).max(1);
+        self.deadline_ticks = ticks(timeout);
         self
     }
 
@@ -174,18 +178,16 @@ impl PolicyModule {
         self.compile_time
     }
 
-    /// A fresh instance (new store, WASI context and waPC state).
+    /// A fresh instance (new store, WASI context and waPC state), rehydrated
+    /// from the module's `InstancePre`.
     pub fn instantiate(&self) -> Result<PolicyHost> {
         let deadlines = EpochDeadlines {
             wapc_init: self.deadline_ticks,
             wapc_func: self.deadline_ticks,
         };
-        let engine = WasmtimeEngineProviderBuilder::new()
-            .engine(self.engine.clone())
-            .module(self.module.clone())
-            .wasi_params(wapc::WasiParams::default())
-            .enable_epoch_interruptions(deadlines)
-            .build()
+        let engine = self
+            .pre
+            .rehydrate(Some(deadlines))
             .map_err(|e| anyhow!("cannot instantiate the policy module: {e}"))?;
         let host = WapcHost::new(Box::new(engine), Some(Box::new(host_callback)))
             .map_err(|e| anyhow!("waPC initialisation of the policy module failed: {e}"))?;
@@ -194,6 +196,12 @@ impl PolicyModule {
             _ticker: Arc::clone(&self.ticker),
         })
     }
+}
+
+/// Epoch ticks in `timeout`, at least one.
+fn ticks(timeout: Duration) -> u64 {
+    let ticks = timeout.as_millis().div_ceil(TICK.as_millis());
+    u64::try_from(ticks).unwrap_or(u64::MAX).max(1)
 }
 
 /// Host capabilities (`kubewarden/...` bindings: OCI manifests, DNS, cluster

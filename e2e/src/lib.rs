@@ -9,10 +9,15 @@
 )]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::indexing_slicing))]
 
+pub mod annotate;
+pub mod artifacthub;
 pub mod cases;
 pub mod corpus;
+pub mod external;
 pub mod host;
+pub mod oci;
 pub mod request;
+pub mod review;
 
 use std::path::{Path, PathBuf};
 
@@ -21,6 +26,7 @@ pub use host::{
     Evaluation, PolicyHost, PolicyModule, SettingsValidationResponse, ValidationResponse,
 };
 pub use request::admission_request;
+pub use review::LoadedPolicy;
 
 /// Where `make build` puts the policy module, relative to the repository root.
 pub const DEFAULT_WASM: &str = "target/wasm32-wasip1/release/os_placement_policy.wasm";

@@ -3,9 +3,13 @@
 //!
 //! ```text
 //! os-placement-eval [--wasm PATH] [--root DIR] [--cases FILE]
+//! os-placement-eval [--wasm PATH] --review FILE [--settings FILE]
 //! ```
 //!
-//! To check your own manifests, use the `os-placement` CLI (`cli/`).
+//! `--review` takes an `admission.k8s.io/v1` AdmissionReview (JSON or YAML)
+//! and prints the AdmissionReview response policy-server would send, from a
+//! fresh instance with settings validated at load. To check your own
+//! manifests, use the `os-placement` CLI (`cli/`).
 //!
 //! Exit code: 0 when every case ran and matched its `expect`, 1 when a case
 //! did not match, could not be read, or the policy failed (waPC error / trap),
@@ -24,17 +28,20 @@ use std::time::Instant;
 
 use anyhow::{anyhow, bail, Result};
 use os_placement_e2e::{
-    load_cases, repo_root, run_case, Case, CaseOutcome, PolicyHost, PolicyModule, DEFAULT_CASES,
-    DEFAULT_WASM,
+    load_cases, read_yaml, repo_root, run_case, Case, CaseOutcome, LoadedPolicy, PolicyHost,
+    PolicyModule, DEFAULT_CASES, DEFAULT_WASM,
 };
 
 const USAGE: &str = "\
 usage: os-placement-eval [--wasm PATH] [--root DIR] [--cases FILE]
+       os-placement-eval [--wasm PATH] --review FILE [--settings FILE]
 
   --wasm PATH          policy module (default: <root>/target/wasm32-wasip1/release/os_placement_policy.wasm)
   --root DIR           repository root; case paths are relative to it
                        (default: the repository this program was built from)
   --cases FILE         case list (default: <root>/examples/cases.yaml)
+  --review FILE        an AdmissionReview (JSON or YAML); prints the AdmissionReview response
+  --settings FILE      settings for --review (default: {})
 
 To check your own manifests: os-placement check FILE|DIR|- (cargo install --path cli)";
 
@@ -43,10 +50,12 @@ struct Args {
     wasm: Option<PathBuf>,
     root: Option<PathBuf>,
     cases: Option<PathBuf>,
+    settings: Option<PathBuf>,
+    review: Option<PathBuf>,
 }
 
 enum Parsed {
-    Run(Args),
+    Run(Box<Args>),
     Help,
 }
 
@@ -73,10 +82,18 @@ fn parse_args(mut argv: impl Iterator<Item = String>) -> Result<Parsed> {
             "--manifest" => bail!(
                 "--manifest is gone: check manifests with `os-placement check FILE` (cargo install --path cli)"
             ),
+            "--settings" => args.settings = Some(value()?.into()),
+            "--review" => args.review = Some(value()?.into()),
             other => bail!("unknown argument {other:?}"),
         }
     }
-    Ok(Parsed::Run(args))
+    if args.review.is_some() && args.cases.is_some() {
+        bail!("--review excludes --cases");
+    }
+    if args.review.is_none() && args.settings.is_some() {
+        bail!("--settings goes with --review");
+    }
+    Ok(Parsed::Run(Box::new(args)))
 }
 
 fn main() -> ExitCode {
@@ -125,6 +142,10 @@ fn run(args: &Args, out: &mut dyn Write) -> Result<bool> {
         );
     }
 
+    if let Some(review) = &args.review {
+        return review_once(&wasm, review, args.settings.as_deref(), out);
+    }
+
     let cases_path = args
         .cases
         .clone()
@@ -159,6 +180,26 @@ fn run(args: &Args, out: &mut dyn Write) -> Result<bool> {
     writeln!(out)?;
     writeln!(out, "{}", totals.summary())?;
     Ok(totals.errors == 0 && totals.mismatched == 0)
+}
+
+/// `--review`: the AdmissionReview response, as policy-server would answer.
+fn review_once(
+    wasm: &Path,
+    review: &Path,
+    settings: Option<&Path>,
+    out: &mut dyn Write,
+) -> Result<bool> {
+    let settings = match settings {
+        Some(path) => match read_yaml(path)? {
+            serde_json::Value::Null => serde_json::json!({}),
+            other => other,
+        },
+        None => serde_json::json!({}),
+    };
+    let policy = LoadedPolicy::load(PolicyModule::compile(wasm)?, settings)?;
+    let response = policy.review(&read_yaml(review)?)?;
+    writeln!(out, "{}", serde_json::to_string_pretty(&response)?)?;
+    Ok(true)
 }
 
 #[derive(Debug, Default)]
@@ -357,5 +398,11 @@ mod tests {
         assert!(parse(&["--bogus"]).is_err());
         assert!(parse(&["--cases"]).is_err());
         assert!(matches!(parse(&["-h"]), Ok(Parsed::Help)));
+        let Ok(Parsed::Run(args)) = parse(&["--review", "r.json", "--settings", "s.yaml"]) else {
+            unreachable!()
+        };
+        assert_eq!(args.review, Some(PathBuf::from("r.json")));
+        assert!(parse(&["--review", "r.json", "--manifest", "m.yaml"]).is_err());
+        assert!(parse(&["--review", "r.json", "--operation", "UPDATE"]).is_err());
     }
 }
