@@ -10,6 +10,7 @@ pub mod glob;
 pub mod image;
 pub mod kinds;
 pub mod labels;
+pub mod landing;
 pub mod names;
 pub mod patch;
 pub mod place;
@@ -23,5 +24,6 @@ pub mod windows_rules;
 
 pub use diagnostics::{Code, Diagnostic};
 pub use evaluate::{evaluate, evaluate_request, Decision, Operation, Review, MAX_WARNING_CHARS};
+pub use landing::{landing, pools_from_value, Fit, NodePool, PoolLanding};
 pub use report::SignalReport;
 pub use settings::{Settings, SettingsError};

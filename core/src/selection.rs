@@ -119,11 +119,7 @@ fn points_at_windows(t: &Toleration, settings: &Settings) -> bool {
 
 /// The selections in words, short enough for a warning.
 pub fn summary(selections: &[Selection]) -> String {
-    let mut listed: Vec<String> = selections
-        .iter()
-        .take(2)
-        .map(|s| s.what.clone())
-        .collect();
+    let mut listed: Vec<String> = selections.iter().take(2).map(|s| s.what.clone()).collect();
     if selections.len() > 2 {
         listed.push(format!("{} more", selections.len() - 2));
     }

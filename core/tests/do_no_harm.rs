@@ -61,7 +61,10 @@ fn node_pool_selector_without_os_signal_gets_no_os_selector() {
             assert_unchanged(&d);
             let w = warning(&d, "os-undetermined");
             assert!(w.message.contains(&format!("{key}={value}")), "{w}");
-            assert!(w.path.contains("nodeSelector") && w.path.contains(key), "{w}");
+            assert!(
+                w.path.contains("nodeSelector") && w.path.contains(key),
+                "{w}"
+            );
         }
     }
 }
