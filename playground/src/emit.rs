@@ -183,7 +183,7 @@ mod tests {
 
     #[test]
     fn keeps_written_order() {
-        let docs = parse_documents("b: 1\na:\n  z: 1\n  y: 2\n").unwrap();
-        assert_eq!(to_yaml(&docs[0]), "b: 1\na:\n  z: 1\n  y: 2\n");
+        let docs = parse_documents("b: 1\na:\n  z: 1\n  w: 2\n").unwrap();
+        assert_eq!(to_yaml(&docs[0]), "b: 1\na:\n  z: 1\n  w: 2\n");
     }
 }
