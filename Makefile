@@ -71,6 +71,7 @@ test: deps
 	OS_PLACEMENT_WASM="$(CURDIR)/$(WASM)" $(CARGO) test -p os-placement-e2e --lib --bins --test wasm
 	$(MAKE) --no-print-directory test-release
 	$(MAKE) --no-print-directory test-cli
+	$(MAKE) --no-print-directory test-playground
 
 # The CLI in the dev profile (the host the e2e tests built is reused); the
 # parity test runs the .wasm built above.
@@ -99,3 +100,43 @@ push: $(ANNOTATED)
 # Release host: native timings in a debug build mean nothing.
 bench: build
 	$(CARGO) run --release -p os-placement-e2e --bin os-placement-bench -- --wasm $(WASM)
+
+# --- Playground: the rule core in the browser (playground/) ------------------------
+#   make playground        build playground/dist and serve it on 127.0.0.1 (prints the address)
+#   make playground-dist   the self-contained static folder playground/dist/
+#   make test-playground   browser tests in headless Debian chromium (part of `make test`)
+PLAYGROUND_TARGET := wasm32-unknown-unknown
+PLAYGROUND_WASM := target/$(PLAYGROUND_TARGET)/release/os_placement_playground.wasm
+PLAYGROUND_DIST := playground/dist
+PLAYGROUND_PORT ?= 8390
+# The CLI must match the wasm-bindgen crate in Cargo.lock exactly.
+WASM_BINDGEN_VERSION := $(shell awk '/^name = "wasm-bindgen"$$/{getline; gsub(/[^0-9.]/, ""); print; exit}' Cargo.lock)
+
+.PHONY: playground-deps playground-dist playground test-playground
+
+playground-deps: deps
+	rustup target add $(PLAYGROUND_TARGET)
+	@if [ "$$(wasm-bindgen --version 2>/dev/null)" != "wasm-bindgen $(WASM_BINDGEN_VERSION)" ]; then \
+	  echo "installing wasm-bindgen-cli $(WASM_BINDGEN_VERSION)"; \
+	  $(CARGO) install wasm-bindgen-cli --version "=$(WASM_BINDGEN_VERSION)"; \
+	fi
+
+playground-dist: playground-deps
+	$(CARGO) build -p os-placement-playground --target $(PLAYGROUND_TARGET) --release
+	rm -rf $(PLAYGROUND_DIST)
+	wasm-bindgen --target web --no-typescript --out-dir $(PLAYGROUND_DIST)/pkg $(PLAYGROUND_WASM)
+	cp playground/web/index.html playground/web/style.css playground/web/app.js playground/web/presets.yaml $(PLAYGROUND_DIST)/
+	mkdir -p $(PLAYGROUND_DIST)/examples
+	cp -r examples/cases.yaml examples/manifests examples/settings $(PLAYGROUND_DIST)/examples/
+	@wasm=$(PLAYGROUND_DIST)/pkg/os_placement_playground_bg.wasm; \
+	  echo "$$wasm: $$(wc -c < $$wasm) bytes, $$(gzip -9c $$wasm | wc -c) bytes gzipped"
+
+playground: playground-dist
+	node playground/tests/serve.mjs $(PLAYGROUND_DIST) $(PLAYGROUND_PORT)
+
+test-playground: playground-dist
+	$(CARGO) build -p os-placement-policy --target $(WASM_TARGET) --release
+	OS_PLACEMENT_WASM="$(CURDIR)/$(WASM)" $(CARGO) test -p os-placement-playground
+	@command -v chromium >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium; }
+	cd playground && npm ci --no-audit --no-fund
+	node --test-concurrency=1 playground/tests/browser.test.mjs

@@ -10,6 +10,7 @@ pub mod glob;
 pub mod image;
 pub mod kinds;
 pub mod labels;
+pub mod landing;
 pub mod names;
 pub mod ownership;
 pub mod patch;
@@ -24,5 +25,6 @@ pub mod windows_rules;
 
 pub use diagnostics::{Code, Diagnostic};
 pub use evaluate::{evaluate, evaluate_request, Decision, Operation, Review, MAX_WARNING_CHARS};
+pub use landing::{landing, pools_from_value, Fit, NodePool, PoolLanding};
 pub use report::SignalReport;
 pub use settings::{Settings, SettingsError};
