@@ -147,7 +147,9 @@ function errorList(list, flags) {
 function findingButton(d, kind, flags) {
   const mark = flags.object.get(d.line);
   if (!mark || kind === 'violation') flags.object.set(d.line, { kind: kind === 'violation' ? 'error' : 'warn', title: d.message });
-  return el('li', {}, el('button', { type: 'button', class: `finding ${kind}`, 'data-line': d.line, onclick: () => jumpTo('object', d.line, d.column) },
+  return el('li', {}, el('button', { type: 'button', class: `finding ${kind}`, 'data-line': d.line,
+    // As the API server shows it: `<path>: <message>; <fix>`.
+    'data-text': `${d.path}: ${d.message}${d.fix ? `; ${d.fix}` : ''}`, onclick: () => jumpTo('object', d.line, d.column) },
     el('span', { class: 'where' }, `line ${d.line} · ${d.path} `, el('span', { class: 'code' }, `[${d.code}]`)),
     d.message,
     d.fix ? el('span', { class: 'fix' }, `Fix: ${d.fix}`) : null));
