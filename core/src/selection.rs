@@ -117,16 +117,20 @@ fn points_at_windows(t: &Toleration, settings: &Settings) -> bool {
         || key.to_ascii_lowercase().contains("windows")
 }
 
-/// The selections in words, short enough for a warning.
+/// The selections in words, short enough for a warning: the first, and
+/// how many more (each has its own path in the pod spec).
 pub fn summary(selections: &[Selection]) -> String {
-    let mut listed: Vec<String> = selections.iter().take(2).map(|s| s.what.clone()).collect();
-    if selections.len() > 2 {
-        listed.push(format!("{} more", selections.len() - 2));
-    }
-    let text = listed.join(", ");
-    match text.char_indices().nth(150) {
-        Some((end, _)) => format!("{}…", text.get(..end).unwrap_or_default()),
-        None => text,
+    let first = selections
+        .first()
+        .map(|s| s.what.as_str())
+        .unwrap_or_default();
+    let first = match first.char_indices().nth(90) {
+        Some((end, _)) => format!("{}…", first.get(..end).unwrap_or_default()),
+        None => first.to_string(),
+    };
+    match selections.len() {
+        0 | 1 => first,
+        n => format!("{first} (and {} more)", n - 1),
     }
 }
 
@@ -141,10 +145,10 @@ pub fn os_undetermined(pod: &PodView<'_>, selections: &[Selection]) -> Diagnosti
         Code::OsUndetermined,
         path,
         format!(
-            "the pod's OS cannot be told and it picks nodes by {}, so no OS selector was added",
+            "OS unknown and the pod picks nodes by {}, so no OS selector was added",
             summary(selections)
         ),
-        "set nodeSelector kubernetes.io/os: linux or windows",
+        "set nodeSelector kubernetes.io/os",
     )
 }
 
