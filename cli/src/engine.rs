@@ -82,13 +82,10 @@ pub fn unsupported_reason(object: &Value) -> Option<String> {
         .and_then(Value::as_str)
         .unwrap_or("");
     let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
-    let expected_group = match kind {
-        "Pod" | "ReplicationController" => "",
-        "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet" => "apps",
-        "Job" | "CronJob" => "batch",
-        _ => return Some(format!("{kind} has no pod template")),
+    let Some(parsed) = os_placement_core::kinds::Kind::parse(kind) else {
+        return Some(format!("{kind} has no pod template"));
     };
-    if group != expected_group || os_placement_core::kinds::Kind::parse(kind).is_none() {
+    if group != parsed.api_group() {
         return Some(format!(
             "{api_version} {kind} is not a Kubernetes workload kind"
         ));

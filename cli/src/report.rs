@@ -78,23 +78,15 @@ pub fn human(
 }
 
 fn human_outcome(out: &mut dyn Write, outcome: &Outcome, style: Style) -> io::Result<()> {
-    for finding in &outcome.violations {
-        let label = style.paint("31", "violation");
-        writeln!(
-            out,
-            "  {label}  {}  {}",
-            finding,
-            style.paint("2", &format!("[{}]", finding.code))
-        )?;
-    }
-    for finding in &outcome.warnings {
-        let label = style.paint("33", "warning");
-        writeln!(
-            out,
-            "  {label}    {}  {}",
-            finding,
-            style.paint("2", &format!("[{}]", finding.code))
-        )?;
+    let findings = [
+        ("31", "violation", &outcome.violations),
+        ("33", "warning  ", &outcome.warnings),
+    ];
+    for (colour, label, list) in findings {
+        for finding in list {
+            let code = style.paint("2", &format!("[{}]", finding.code));
+            writeln!(out, "  {}  {finding}  {code}", style.paint(colour, label))?;
+        }
     }
     for op in &outcome.patch {
         writeln!(out, "  {}      {}", style.paint("36", "patch"), compact(op))?;

@@ -333,7 +333,12 @@ fn finish(object: &Value, ops: Vec<AddOp>, warnings: Vec<Diagnostic>) -> Decisio
     }
 }
 
-fn locate_pod_spec(object: &Value, kind: Kind) -> Result<(&Value, FieldPath), Diagnostic> {
+/// The pod spec of `object` and its path, by kind; a diagnostic naming the
+/// missing or malformed field otherwise.
+pub(crate) fn locate_pod_spec(
+    object: &Value,
+    kind: Kind,
+) -> Result<(&Value, FieldPath), Diagnostic> {
     let mut path = FieldPath::root();
     let mut current = object;
     if !current.is_object() {

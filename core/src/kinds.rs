@@ -32,6 +32,16 @@ impl Kind {
         })
     }
 
+    /// The API group the kind belongs to (`""` for the core group), as in
+    /// its `apiVersion` (`apps/v1`, `batch/v1`, `v1`).
+    pub fn api_group(self) -> &'static str {
+        match self {
+            Kind::Pod | Kind::ReplicationController => "",
+            Kind::Deployment | Kind::ReplicaSet | Kind::StatefulSet | Kind::DaemonSet => "apps",
+            Kind::Job | Kind::CronJob => "batch",
+        }
+    }
+
     /// Fields leading from the object to its pod spec.
     pub fn pod_spec_fields(self) -> &'static [&'static str] {
         match self {

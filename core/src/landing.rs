@@ -19,7 +19,8 @@ use serde_json::Value;
 use crate::build::WindowsBuild;
 use crate::constraint::{Builds, Os, Placement};
 use crate::diagnostics::{Code, Diagnostic};
-use crate::kinds::{FieldPath, Kind};
+use crate::evaluate::locate_pod_spec;
+use crate::kinds::{FieldPath, Kind, SUPPORTED_KINDS};
 use crate::labels::{BETA_OS_LABEL, OS_LABEL, WINDOWS_BUILD_LABEL};
 use crate::resolve::{resolve, Signal, Source};
 use crate::settings::{Settings, Taint};
@@ -147,23 +148,10 @@ fn pod_spec(object: &Value) -> Result<(&Value, FieldPath), Vec<Diagnostic>> {
             Code::UnsupportedKind,
             "kind",
             format!("{kind_name:?} has no pod spec to place"),
-            "use a Pod or a workload kind",
+            format!("use one of {SUPPORTED_KINDS}"),
         )]);
     };
-    let mut path = FieldPath::root();
-    let mut current = object;
-    for field in kind.pod_spec_fields() {
-        path = path.field(field);
-        current = current.get(field).ok_or_else(|| {
-            vec![Diagnostic::new(
-                Code::MalformedObject,
-                path.display(),
-                "is missing, so there is no pod spec to place",
-                format!("add {path}"),
-            )]
-        })?;
-    }
-    Ok((current, path))
+    locate_pod_spec(object, kind).map_err(|d| vec![d])
 }
 
 fn container_fit(signals: &[&Signal], pool: &NodePool, reasons: &mut Vec<String>) -> Fit {

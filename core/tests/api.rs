@@ -91,3 +91,20 @@ fn settings_problems_are_diagnostics_with_paths_from_the_root() {
         .iter()
         .all(|p| p["code"] == "invalid-setting"));
 }
+
+#[test]
+fn every_kind_names_its_api_group() {
+    use os_placement_core::kinds::Kind;
+    for (kind, group) in [
+        ("Pod", ""),
+        ("ReplicationController", ""),
+        ("Deployment", "apps"),
+        ("ReplicaSet", "apps"),
+        ("StatefulSet", "apps"),
+        ("DaemonSet", "apps"),
+        ("Job", "batch"),
+        ("CronJob", "batch"),
+    ] {
+        assert_eq!(Kind::parse(kind).unwrap().api_group(), group, "{kind}");
+    }
+}

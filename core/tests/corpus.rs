@@ -23,6 +23,25 @@ fn corpus_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus"))
 }
 
+/// Whether the corpus is there: under CI its absence fails the test; on a
+/// user's machine the test says it is skipped and why.
+fn corpus_present() -> bool {
+    let dir = corpus_dir();
+    if dir.join("SOURCES.md").is_file() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "corpus not found at {} (set OS_PLACEMENT_CORPUS)",
+        dir.display()
+    );
+    eprintln!(
+        "SKIPPED: corpus not found at {} (set OS_PLACEMENT_CORPUS)",
+        dir.display()
+    );
+    false
+}
+
 /// (file, documented OS) from SOURCES.md.
 fn documented() -> Vec<(String, String)> {
     let sources =
@@ -79,6 +98,9 @@ fn kept_off_by_taint(spec: &Value, settings: &Settings) -> bool {
 }
 
 fn check_corpus(settings: &Settings, label: &str) {
+    if !corpus_present() {
+        return;
+    }
     let files = documented();
     assert_eq!(files.len(), 54, "SOURCES.md rows");
     let mut rejected = Vec::new();
