@@ -11,6 +11,8 @@
 #   make push REGISTRY=host[:port]/path TAG=v0.1.0   push the annotated module as an OCI artifact
 #   make artifacthub   regenerate artifacthub-pkg.yml from metadata.yml
 #   make test-release   annotated module, AdmissionReview host, real registry, kwctl/policy-server interop
+#   make test-context   context-aware placement: real registry, cluster fixtures, real policy-server
+#   make bench-lookup   per-request time with and without an image lookup
 
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -37,7 +39,7 @@ RELEASE_TOOL = $(CARGO) run -q -p os-placement-e2e --bin os-placement-release --
 KUBEWARDEN_BIN ?= $(abspath ../shared/kubewarden)
 TAG ?= v$(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 
-.PHONY: deps build run test test-cli bench test-release push artifacthub $(ANNOTATED)
+.PHONY: deps build run test test-cli bench test-release test-context bench-lookup push artifacthub $(ANNOTATED)
 
 deps:
 	@command -v rustup >/dev/null || { echo "rustup not found: install it from https://rustup.rs" >&2; exit 1; }
@@ -69,6 +71,7 @@ test: deps
 	$(CARGO) build -p os-placement-policy --target $(WASM_TARGET) --release
 	@echo "$(WASM): $$(wc -c < $(WASM)) bytes"
 	OS_PLACEMENT_WASM="$(CURDIR)/$(WASM)" $(CARGO) test -p os-placement-e2e --lib --bins --test wasm
+	$(MAKE) --no-print-directory test-context
 	$(MAKE) --no-print-directory test-release
 	$(MAKE) --no-print-directory test-cli
 	$(MAKE) --no-print-directory test-playground
@@ -78,6 +81,16 @@ test: deps
 test-cli: deps
 	$(CARGO) build -p os-placement-policy --target $(WASM_TARGET) --release
 	OS_PLACEMENT_WASM="$(CURDIR)/$(WASM)" $(CARGO) test -p os-placement-cli
+
+# Context-aware placement (e2e/tests/context): real registry, cluster fixtures, real policy-server.
+test-context: deps
+	$(CARGO) build -p os-placement-policy --target $(WASM_TARGET) --release
+	OS_PLACEMENT_WASM="$(CURDIR)/$(WASM)" KUBEWARDEN_BIN="$(KUBEWARDEN_BIN)" \
+	  $(CARGO) test -p os-placement-e2e --test context
+
+# Per-request time with and without an image lookup (release host).
+bench-lookup: build
+	$(CARGO) run --release -p os-placement-e2e --bin os-placement-lookup-bench -- --wasm $(WASM)
 
 # The release tests (e2e/tests/release): built module, real registry, real kwctl/policy-server.
 test-release: build

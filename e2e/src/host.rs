@@ -1,11 +1,13 @@
 //! Loading the policy module and calling it through waPC, the way Kubewarden's
 //! policy-server does: wasmtime (through `wasmtime-provider`) with WASI, one
 //! `InstancePre` per module rehydrated into a fresh instance for each request,
-//! a host callback that answers an error for every host capability, epoch
-//! interruption as the policy timeout (2 s by default, as policy-server), and
-//! the JSON Patch derived by diffing `mutated_object` against the request object.
+//! host capabilities answered by a pluggable [`HostCalls`] (by default none:
+//! every host call is an error), epoch interruption as the policy timeout (2 s
+//! by default, as policy-server), and the JSON Patch derived by diffing
+//! `mutated_object` against the request object.
 
 use std::collections::BTreeMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::Arc;
@@ -107,11 +109,45 @@ impl Ticker {
     }
 }
 
+/// Answers the guest's waPC host calls (`binding`/`namespace`/`operation`),
+/// as policy-server's callback handler does. An `Err` reaches the guest as the
+/// host call's error text; the guest decides what to do with it.
+pub trait HostCalls: Send + Sync {
+    /// The answer to one host call.
+    fn call(
+        &self,
+        binding: &str,
+        namespace: &str,
+        operation: &str,
+        payload: &[u8],
+    ) -> std::result::Result<Vec<u8>, String>;
+}
+
+/// No host capability: like a policy-server without them, every host call is
+/// answered with an error.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoCapabilities;
+
+impl HostCalls for NoCapabilities {
+    fn call(
+        &self,
+        binding: &str,
+        namespace: &str,
+        operation: &str,
+        _payload: &[u8],
+    ) -> std::result::Result<Vec<u8>, String> {
+        Err(format!(
+            "host capability {binding}/{namespace}/{operation} is not available in the os-placement e2e host"
+        ))
+    }
+}
+
 /// A compiled policy module. Compiling is the expensive part; instantiating a
 /// [`PolicyHost`] from it is cheap. `Send + Sync`: share it between tests.
 pub struct PolicyModule {
     pre: WasmtimeEngineProviderPre,
     ticker: Arc<Ticker>,
+    host_calls: Arc<dyn HostCalls>,
     deadline_ticks: u64,
     size: usize,
     compile_time: Duration,
@@ -155,6 +191,7 @@ impl PolicyModule {
         Ok(Self {
             pre,
             ticker,
+            host_calls: Arc::new(NoCapabilities),
             deadline_ticks: ticks(DEFAULT_TIMEOUT),
             size: bytes.len(),
             compile_time,
@@ -165,6 +202,13 @@ impl PolicyModule {
     #[must_use]
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.deadline_ticks = ticks(timeout);
+        self
+    }
+
+    /// Sets what answers the host calls of every instance.
+    #[must_use]
+    pub fn with_host_calls(mut self, host_calls: Arc<dyn HostCalls>) -> Self {
+        self.host_calls = host_calls;
         self
     }
 
@@ -181,6 +225,12 @@ impl PolicyModule {
     /// A fresh instance (new store, WASI context and waPC state), rehydrated
     /// from the module's `InstancePre`.
     pub fn instantiate(&self) -> Result<PolicyHost> {
+        self.instantiate_with(Arc::clone(&self.host_calls))
+    }
+
+    /// A fresh instance whose host calls `host_calls` answers (one compiled
+    /// module can serve clusters and registries that differ per test).
+    pub fn instantiate_with(&self, host_calls: Arc<dyn HostCalls>) -> Result<PolicyHost> {
         let deadlines = EpochDeadlines {
             wapc_init: self.deadline_ticks,
             wapc_func: self.deadline_ticks,
@@ -189,7 +239,11 @@ impl PolicyModule {
             .pre
             .rehydrate(Some(deadlines))
             .map_err(|e| anyhow!("cannot instantiate the policy module: {e}"))?;
-        let host = WapcHost::new(Box::new(engine), Some(Box::new(host_callback)))
+        let callback =
+            move |_id: u64, binding: &str, namespace: &str, operation: &str, payload: &[u8]| {
+                answer(&*host_calls, binding, namespace, operation, payload)
+            };
+        let host = WapcHost::new(Box::new(engine), Some(Box::new(callback)))
             .map_err(|e| anyhow!("waPC initialisation of the policy module failed: {e}"))?;
         Ok(PolicyHost {
             host,
@@ -204,20 +258,22 @@ fn ticks(timeout: Duration) -> u64 {
     u64::try_from(ticks).unwrap_or(u64::MAX).max(1)
 }
 
-/// Host capabilities (`kubewarden/...` bindings: OCI manifests, DNS, cluster
-/// context, sigstore) are not offered: like a policy-server without them, every
-/// host call is answered with an error. This policy must not need any.
-fn host_callback(
-    _id: u64,
+/// One host call through `host_calls`. A panic in the handler becomes an
+/// error answer: a host-side bug must reach the guest as a failed lookup.
+fn answer(
+    host_calls: &dyn HostCalls,
     binding: &str,
     namespace: &str,
     operation: &str,
-    _payload: &[u8],
+    payload: &[u8],
 ) -> std::result::Result<Vec<u8>, Box<dyn std::error::Error + Send + Sync>> {
-    Err(format!(
-        "host capability {binding}/{namespace}/{operation} is not available in the os-placement e2e host"
-    )
-    .into())
+    match catch_unwind(AssertUnwindSafe(|| {
+        host_calls.call(binding, namespace, operation, payload)
+    })) {
+        Ok(Ok(answer)) => Ok(answer),
+        Ok(Err(error)) => Err(error.into()),
+        Err(_) => Err(format!("host capability {binding}/{namespace}/{operation} failed").into()),
+    }
 }
 
 /// A policy module instance reachable through waPC.
@@ -309,13 +365,23 @@ mod tests {
     /// A minimal waPC guest, dispatching on the length of the operation name:
     /// 16 `protocol_version` -> `"v1"`; 8 `validate` -> accepted with
     /// `mutated_object` `{"a": 2}`; 4 `trap` -> `unreachable`; 12
-    /// `spin_forever` -> endless loop; anything else -> guest error.
+    /// `spin_forever` -> endless loop; 6 `lookup` -> host call
+    /// `kubewarden/oci/v1/oci_manifest` with the payload, answering the host's
+    /// answer (or its error as a guest error); anything else -> guest error.
     const GUEST: &str = r#"
 (module
   (import "wapc" "__guest_request" (func $request (param i32 i32)))
   (import "wapc" "__guest_response" (func $response (param i32 i32)))
   (import "wapc" "__guest_error" (func $error (param i32 i32)))
+  (import "wapc" "__host_call" (func $host_call (param i32 i32 i32 i32 i32 i32 i32 i32) (result i32)))
+  (import "wapc" "__host_response_len" (func $host_response_len (result i32)))
+  (import "wapc" "__host_response" (func $host_response (param i32)))
+  (import "wapc" "__host_error_len" (func $host_error_len (result i32)))
+  (import "wapc" "__host_error" (func $host_error (param i32)))
   (memory (export "memory") 1)
+  (data (i32.const 1300) "kubewarden")
+  (data (i32.const 1320) "oci")
+  (data (i32.const 1330) "v1/oci_manifest")
   (data (i32.const 1024) "\"v1\"")
   (data (i32.const 1100) "{\"accepted\":true,\"mutated_object\":{\"a\":2},\"warnings\":[\"w\"]}")
   (data (i32.const 1200) "no such operation")
@@ -328,6 +394,17 @@ mod tests {
       (then (call $response (i32.const 1100) (i32.const 59)) (return (i32.const 1))))
     (if (i32.eq (local.get $op_len) (i32.const 4)) (then unreachable))
     (if (i32.eq (local.get $op_len) (i32.const 12)) (then (loop $l (br $l))))
+    (if (i32.eq (local.get $op_len) (i32.const 6))
+      (then
+        (if (call $host_call (i32.const 1300) (i32.const 10) (i32.const 1320) (i32.const 3)
+                             (i32.const 1330) (i32.const 15) (i32.const 256) (local.get $msg_len))
+          (then
+            (call $host_response (i32.const 2048))
+            (call $response (i32.const 2048) (call $host_response_len))
+            (return (i32.const 1))))
+        (call $host_error (i32.const 2048))
+        (call $error (i32.const 2048) (call $host_error_len))
+        (return (i32.const 0))))
     (call $error (i32.const 1200) (i32.const 17))
     (i32.const 0)))
 "#;
@@ -378,7 +455,73 @@ mod tests {
 
     #[test]
     fn host_capabilities_answer_errors() {
-        let err = host_callback(0, "kubewarden", "oci", "v1/verify", b"{}").unwrap_err();
+        let err = answer(&NoCapabilities, "kubewarden", "oci", "v1/verify", b"{}").unwrap_err();
         assert!(err.to_string().contains("kubewarden/oci/v1/verify"));
+    }
+
+    /// Echoes the call's coordinates and payload.
+    struct Echo;
+    impl HostCalls for Echo {
+        fn call(
+            &self,
+            b: &str,
+            n: &str,
+            o: &str,
+            p: &[u8],
+        ) -> std::result::Result<Vec<u8>, String> {
+            if p == b"\"fail\"" {
+                return Err("registry unreachable".to_owned());
+            }
+            Ok(format!("{b}/{n}/{o} {}", String::from_utf8_lossy(p)).into_bytes())
+        }
+    }
+
+    #[test]
+    fn host_calls_reach_the_handler_of_the_instance() {
+        let module = module();
+        // The module's default: no capability, the guest sees the error.
+        let err = module
+            .instantiate()
+            .unwrap()
+            .call("lookup", b"\"img\"")
+            .unwrap_err();
+        assert!(format!("{err:#}").contains("not available"), "{err:#}");
+        let host = module.instantiate_with(Arc::new(Echo)).unwrap();
+        let answer = host.call("lookup", b"\"img\"").unwrap();
+        assert_eq!(answer, b"kubewarden/oci/v1/oci_manifest \"img\"");
+        let err = host.call("lookup", b"\"fail\"").unwrap_err();
+        assert!(
+            format!("{err:#}").contains("registry unreachable"),
+            "{err:#}"
+        );
+        // Set on the module: every instance gets it.
+        let host = module
+            .with_host_calls(Arc::new(Echo))
+            .instantiate()
+            .unwrap();
+        assert!(host.call("lookup", b"1").is_ok());
+    }
+
+    struct Panics;
+    impl HostCalls for Panics {
+        fn call(
+            &self,
+            _: &str,
+            _: &str,
+            _: &str,
+            _: &[u8],
+        ) -> std::result::Result<Vec<u8>, String> {
+            panic!("handler bug")
+        }
+    }
+
+    #[test]
+    fn a_panicking_handler_answers_an_error() {
+        let err = answer(&Panics, "kubewarden", "oci", "v1/oci_manifest", b"\"a\"").unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("kubewarden/oci/v1/oci_manifest failed"),
+            "{err}"
+        );
     }
 }

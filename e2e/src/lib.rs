@@ -11,11 +11,14 @@
 
 pub mod annotate;
 pub mod artifacthub;
+pub mod capabilities;
 pub mod cases;
 pub mod corpus;
 pub mod external;
 pub mod host;
+pub mod images;
 pub mod oci;
+pub mod registry;
 pub mod request;
 pub mod review;
 

@@ -1,0 +1,674 @@
+//! Kubewarden host capabilities for the e2e host, answered as policy-server
+//! answers them (kubewarden/policy-evaluator `src/runtimes/callback.rs` and
+//! `src/callback_handler/{oci,kubernetes}.rs`), with the request shapes of the
+//! policy SDK (`kubewarden-policy-sdk` `host_capabilities::{oci,kubernetes}`):
+//!
+//! - `kubewarden`/`oci`/`v1/oci_manifest` and `v1/oci_manifest_config`: from a
+//!   real registry, through the same OCI client policy-server uses;
+//! - `kubewarden`/`kubernetes`/`get_resource` and `list_resources_all`: from
+//!   fixture files of a cluster (`e2e/clusters/<name>/*.yaml`).
+//!
+//! Every other call, and every failure, is an error answer, never a panic.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use anyhow::{anyhow, Context, Result};
+use oci_client::client::{ClientConfig, ClientProtocol};
+use oci_client::secrets::RegistryAuth;
+use oci_client::{Client, Reference};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use crate::host::HostCalls;
+
+/// One host call the guest made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostCall {
+    /// `oci`, `kubernetes`, ...
+    pub namespace: String,
+    /// `v1/oci_manifest`, `get_resource`, ...
+    pub operation: String,
+    /// The payload, as text.
+    pub payload: String,
+}
+
+/// Host capabilities from a registry and a cluster fixture; records every call.
+#[derive(Debug, Default)]
+pub struct ContextHost {
+    registries: Option<Registries>,
+    cluster: Option<Cluster>,
+    log: Mutex<Vec<HostCall>>,
+}
+
+impl ContextHost {
+    /// No registry and no cluster: every capability answers an error.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// OCI calls answered from `registries`.
+    #[must_use]
+    pub fn with_registries(mut self, registries: Registries) -> Self {
+        self.registries = Some(registries);
+        self
+    }
+
+    /// Kubernetes calls answered from `cluster`.
+    #[must_use]
+    pub fn with_cluster(mut self, cluster: Cluster) -> Self {
+        self.cluster = Some(cluster);
+        self
+    }
+
+    /// The calls made so far, in order.
+    pub fn calls(&self) -> Vec<HostCall> {
+        self.log.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+
+    /// The calls made so far, forgetting them.
+    pub fn take_calls(&self) -> Vec<HostCall> {
+        self.log
+            .lock()
+            .map(|mut l| std::mem::take(&mut *l))
+            .unwrap_or_default()
+    }
+
+    fn record(&self, namespace: &str, operation: &str, payload: &[u8]) {
+        if let Ok(mut log) = self.log.lock() {
+            log.push(HostCall {
+                namespace: namespace.to_owned(),
+                operation: operation.to_owned(),
+                payload: String::from_utf8_lossy(payload).into_owned(),
+            });
+        }
+    }
+
+    fn oci(&self, operation: &str, payload: &[u8]) -> Result<Vec<u8>, String> {
+        if !matches!(operation, "v1/oci_manifest" | "v1/oci_manifest_config") {
+            return Err(format!("unknown operation: {operation}"));
+        }
+        let image: String = serde_json::from_slice(payload).map_err(|e| e.to_string())?;
+        let registries = self
+            .registries
+            .as_ref()
+            .ok_or_else(|| failure(&anyhow!("no registry is reachable from this host")))?;
+        let answer = match operation {
+            "v1/oci_manifest" => registries.manifest(&image),
+            _ => registries.manifest_and_config(&image),
+        };
+        answer
+            .and_then(|value| Ok(serde_json::to_vec(&value)?))
+            .map_err(|e| failure(&e))
+    }
+
+    fn kubernetes(&self, operation: &str, payload: &[u8]) -> Result<Vec<u8>, String> {
+        let cluster = self.cluster.as_ref();
+        let answer = match operation {
+            "get_resource" => {
+                let request: GetResource =
+                    serde_json::from_slice(payload).map_err(|e| e.to_string())?;
+                let cluster = connected(cluster, &request.api_version, &request.kind)?;
+                cluster.get(&request)
+            }
+            "list_resources_all" => {
+                let request: ListAll =
+                    serde_json::from_slice(payload).map_err(|e| e.to_string())?;
+                let cluster = connected(cluster, &request.api_version, &request.kind)?;
+                cluster.list(&request)
+            }
+            _ => return Err(format!("unknown operation: {operation}")),
+        };
+        answer
+            .and_then(|value| Ok(serde_json::to_vec(&value)?))
+            .map_err(|e| failure(&e))
+    }
+}
+
+/// The cluster, when there is one and it lets the policy read `api_version`/`kind`.
+fn connected<'a>(
+    cluster: Option<&'a Cluster>,
+    api_version: &str,
+    kind: &str,
+) -> Result<&'a Cluster, String> {
+    let cluster =
+        cluster.ok_or_else(|| failure(&anyhow!("kube::Client was not initialized properly")))?;
+    if cluster.allows(api_version, kind) {
+        Ok(cluster)
+    } else {
+        // policy-server's words when `contextAwareResources` does not list the resource.
+        Err(format!(
+            "Policy has not been granted access to Kubernetes {api_version}/{kind} resources. The violation has been reported."
+        ))
+    }
+}
+
+/// A failed callback, in policy-server's words.
+fn failure(error: &anyhow::Error) -> String {
+    format!("Callback evaluation failure: {error:#}")
+}
+
+impl HostCalls for ContextHost {
+    fn call(
+        &self,
+        binding: &str,
+        namespace: &str,
+        operation: &str,
+        payload: &[u8],
+    ) -> Result<Vec<u8>, String> {
+        self.record(namespace, operation, payload);
+        if binding != "kubewarden" {
+            return Err(format!("unknown binding: {binding}"));
+        }
+        match namespace {
+            "oci" => self.oci(operation, payload),
+            "kubernetes" => self.kubernetes(operation, payload),
+            _ => Err(format!("unknown namespace: {namespace}")),
+        }
+    }
+}
+
+/// OCI registries reached through oci-client, plain HTTP for the listed
+/// `host:port`s (policy-server's `insecure_sources`), HTTPS otherwise.
+pub struct Registries {
+    client: Client,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl std::fmt::Debug for Registries {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registries").finish_non_exhaustive()
+    }
+}
+
+impl Registries {
+    /// A client for plain HTTP to `insecure` (`127.0.0.1:5000`, ...).
+    pub fn new(insecure: &[String]) -> Result<Self> {
+        let client = Client::new(ClientConfig {
+            protocol: ClientProtocol::HttpsExcept(insecure.to_vec()),
+            connect_timeout: Some(Duration::from_secs(2)),
+            read_timeout: Some(Duration::from_secs(5)),
+            ..ClientConfig::default()
+        });
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("cannot start the async runtime")?;
+        Ok(Self { client, runtime })
+    }
+
+    fn reference(image: &str) -> Result<Reference> {
+        image
+            .parse()
+            .with_context(|| format!("{image:?} is not an image reference"))
+    }
+
+    /// The manifest `image` names: an index or an image manifest, as the
+    /// registry serves it (`v1/oci_manifest`).
+    pub fn manifest(&self, image: &str) -> Result<Value> {
+        let reference = Self::reference(image)?;
+        let (manifest, _digest) = self
+            .runtime
+            .block_on(
+                self.client
+                    .pull_manifest(&reference, &RegistryAuth::Anonymous),
+            )
+            .with_context(|| format!("cannot fetch the manifest of {}", reference.whole()))?;
+        Ok(serde_json::to_value(manifest)?)
+    }
+
+    /// The image manifest and config of `image` (`v1/oci_manifest_config`);
+    /// for an index, the entry of this host's platform, as oci-client resolves it.
+    pub fn manifest_and_config(&self, image: &str) -> Result<Value> {
+        let reference = Self::reference(image)?;
+        let (manifest, digest, config) = self
+            .runtime
+            .block_on(
+                self.client
+                    .pull_manifest_and_config(&reference, &RegistryAuth::Anonymous),
+            )
+            .with_context(|| {
+                format!(
+                    "cannot fetch the manifest and config of {}",
+                    reference.whole()
+                )
+            })?;
+        let config: Value = serde_json::from_str(&config).context("the config is not JSON")?;
+        Ok(json!({"manifest": manifest, "digest": digest, "config": config}))
+    }
+}
+
+/// `get_resource` payload (SDK `GetResourceRequest`).
+#[derive(Debug, Deserialize)]
+struct GetResource {
+    api_version: String,
+    kind: String,
+    name: String,
+    namespace: Option<String>,
+    #[allow(dead_code)] // required by the SDK's shape; a fixture has no cache
+    disable_cache: bool,
+    field_masks: Option<BTreeSet<String>>,
+}
+
+/// `list_resources_all` payload (SDK `ListAllResourcesRequest`).
+#[derive(Debug, Deserialize)]
+struct ListAll {
+    api_version: String,
+    kind: String,
+    label_selector: Option<String>,
+    field_selector: Option<String>,
+    field_masks: Option<BTreeSet<String>>,
+}
+
+/// A cluster as fixture files: Kubernetes objects (YAML documents or `List`s).
+#[derive(Debug, Clone, Default)]
+pub struct Cluster {
+    objects: Vec<Value>,
+    /// `contextAwareResources`: `None` grants everything.
+    allowed: Option<BTreeSet<(String, String)>>,
+}
+
+/// Kinds every cluster serves, even with no object of them.
+const BUILT_IN: [(&str, &str); 2] = [("v1", "Node"), ("node.k8s.io/v1", "RuntimeClass")];
+
+impl Cluster {
+    /// Every `*.yaml` file in `dir`.
+    pub fn load(dir: &Path) -> Result<Self> {
+        let mut files: Vec<_> = std::fs::read_dir(dir)
+            .with_context(|| format!("cannot read cluster fixture {}", dir.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+            .collect();
+        files.sort();
+        let mut objects = Vec::new();
+        for file in files {
+            let text = std::fs::read_to_string(&file)?;
+            for document in serde_yaml::Deserializer::from_str(&text) {
+                let value = Value::deserialize(document)
+                    .with_context(|| format!("{}: not YAML", file.display()))?;
+                match value.get("items").and_then(Value::as_array) {
+                    Some(items) => objects.extend(items.iter().cloned()),
+                    None if value.is_null() => {}
+                    None => objects.push(value),
+                }
+            }
+        }
+        Ok(Self {
+            objects,
+            allowed: None,
+        })
+    }
+
+    /// Only these `(apiVersion, kind)` may be read, as a policy's
+    /// `contextAwareResources` limits it in policy-server.
+    #[must_use]
+    pub fn allowing(mut self, resources: &[(&str, &str)]) -> Self {
+        self.allowed = Some(
+            resources
+                .iter()
+                .map(|(a, k)| ((*a).to_owned(), (*k).to_owned()))
+                .collect(),
+        );
+        self
+    }
+
+    /// The objects of the fixture.
+    pub fn objects(&self) -> &[Value] {
+        &self.objects
+    }
+
+    fn allows(&self, api_version: &str, kind: &str) -> bool {
+        self.allowed
+            .as_ref()
+            .is_none_or(|allowed| allowed.contains(&(api_version.to_owned(), kind.to_owned())))
+    }
+
+    fn of_kind<'a>(
+        &'a self,
+        api_version: &'a str,
+        kind: &'a str,
+    ) -> Result<impl Iterator<Item = &'a Value>> {
+        let served = BUILT_IN.contains(&(api_version, kind))
+            || self.objects.iter().any(|o| is(o, api_version, kind));
+        if !served {
+            return Err(anyhow!("Cannot find resource {api_version}/{kind}"));
+        }
+        Ok(self
+            .objects
+            .iter()
+            .filter(move |o| is(o, api_version, kind)))
+    }
+
+    fn get(&self, request: &GetResource) -> Result<Value> {
+        let (api_version, kind) = (&request.api_version, &request.kind);
+        let found = self.of_kind(api_version, kind)?.find(|o| {
+            text(o, "metadata.name") == Some(request.name.as_str())
+                && text(o, "metadata.namespace") == request.namespace.as_deref()
+        });
+        let object = found.ok_or_else(|| {
+            anyhow!(
+                "Cannot find {api_version}/{kind} named '{}' inside of namespace '{:?}'",
+                request.name,
+                request.namespace
+            )
+        })?;
+        Ok(masked(object, request.field_masks.as_ref()))
+    }
+
+    fn list(&self, request: &ListAll) -> Result<Value> {
+        let labels = parse_selector(request.label_selector.as_deref())?;
+        let fields = parse_selector(request.field_selector.as_deref())?;
+        let items: Vec<Value> = self
+            .of_kind(&request.api_version, &request.kind)?
+            .filter(|o| {
+                labels.iter().all(|s| s.matches(|k| label(o, k)))
+                    && fields.iter().all(|s| s.matches(|k| text(o, k)))
+            })
+            .map(|o| masked(o, request.field_masks.as_ref()))
+            .collect();
+        Ok(json!({
+            "apiVersion": request.api_version,
+            "kind": format!("{}List", request.kind),
+            "metadata": {},
+            "items": items,
+        }))
+    }
+}
+
+fn is(object: &Value, api_version: &str, kind: &str) -> bool {
+    text(object, "apiVersion") == Some(api_version) && text(object, "kind") == Some(kind)
+}
+
+/// The string at a dotted path (`metadata.name`).
+fn text<'a>(object: &'a Value, path: &str) -> Option<&'a str> {
+    path.split('.')
+        .try_fold(object, |v, key| v.get(key))
+        .and_then(Value::as_str)
+}
+
+fn label<'a>(object: &'a Value, key: &str) -> Option<&'a str> {
+    object.get("metadata")?.get("labels")?.get(key)?.as_str()
+}
+
+/// One requirement of an equality-based selector (`k=v`, `k==v`, `k!=v`, `k`, `!k`).
+#[derive(Debug)]
+enum Requirement {
+    Equals(String, String),
+    NotEquals(String, String),
+    Exists(String),
+    Absent(String),
+}
+
+impl Requirement {
+    fn matches<'a>(&self, value_of: impl Fn(&str) -> Option<&'a str>) -> bool {
+        match self {
+            Self::Equals(k, v) => value_of(k) == Some(v.as_str()),
+            Self::NotEquals(k, v) => value_of(k) != Some(v.as_str()),
+            Self::Exists(k) => value_of(k).is_some(),
+            Self::Absent(k) => value_of(k).is_none(),
+        }
+    }
+}
+
+/// Equality-based selectors; set-based ones (`in`, `notin`) are refused.
+fn parse_selector(selector: Option<&str>) -> Result<Vec<Requirement>> {
+    let Some(selector) = selector.filter(|s| !s.trim().is_empty()) else {
+        return Ok(Vec::new());
+    };
+    selector
+        .split(',')
+        .map(str::trim)
+        .map(|part| {
+            if part.contains('(') || part.contains(' ') {
+                return Err(anyhow!(
+                    "selector {selector:?}: only equality-based requirements are supported"
+                ));
+            }
+            let owned = |s: &str| s.trim().to_owned();
+            Ok(if let Some((k, v)) = part.split_once("!=") {
+                Requirement::NotEquals(owned(k), owned(v))
+            } else if let Some((k, v)) = part.split_once("==").or_else(|| part.split_once('=')) {
+                Requirement::Equals(owned(k), owned(v))
+            } else if let Some(k) = part.strip_prefix('!') {
+                Requirement::Absent(owned(k))
+            } else {
+                Requirement::Exists(owned(part))
+            })
+        })
+        .collect()
+}
+
+/// `object` reduced to the fields of `masks` (dot paths; lists are walked
+/// through), or whole when there are none, as the SDK documents `field_masks`.
+fn masked(object: &Value, masks: Option<&BTreeSet<String>>) -> Value {
+    match masks.filter(|m| !m.is_empty()) {
+        None => object.clone(),
+        Some(masks) => {
+            let paths: Vec<Vec<&str>> = masks.iter().map(|m| m.split('.').collect()).collect();
+            let paths: Vec<&[&str]> = paths.iter().map(Vec::as_slice).collect();
+            prune(object, &paths).unwrap_or(Value::Object(Map::new()))
+        }
+    }
+}
+
+fn prune(value: &Value, paths: &[&[&str]]) -> Option<Value> {
+    if paths.iter().any(|p| p.is_empty()) {
+        return Some(value.clone());
+    }
+    match value {
+        Value::Array(items) => Some(Value::Array(
+            items.iter().filter_map(|i| prune(i, paths)).collect(),
+        )),
+        Value::Object(map) => {
+            let kept: Map<String, Value> = map
+                .iter()
+                .filter_map(|(key, child)| {
+                    let rest: Vec<&[&str]> = paths
+                        .iter()
+                        .filter_map(|p| p.split_first())
+                        .filter(|(first, _)| *first == key)
+                        .map(|(_, rest)| rest)
+                        .collect();
+                    if rest.is_empty() {
+                        return None;
+                    }
+                    Some((key.clone(), prune(child, &rest)?))
+                })
+                .collect();
+            (!kept.is_empty()).then_some(Value::Object(kept))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(name: &str, os: &str, build: Option<&str>) -> Value {
+        let mut labels = json!({"kubernetes.io/os": os, "kubernetes.io/hostname": name});
+        if let Some(build) = build {
+            labels["node.kubernetes.io/windows-build"] = json!(build);
+        }
+        json!({"apiVersion": "v1", "kind": "Node",
+               "metadata": {"name": name, "labels": labels, "uid": "u"},
+               "spec": {"taints": [{"key": "os", "value": os, "effect": "NoSchedule"}]},
+               "status": {"nodeInfo": {"operatingSystem": os, "kernelVersion": "k"}}})
+    }
+
+    fn cluster() -> Cluster {
+        Cluster {
+            objects: vec![
+                node("l1", "linux", None),
+                node("w1", "windows", Some("10.0.17763")),
+                json!({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
+                       "metadata": {"name": "win"}, "handler": "runhcs-wcow-process"}),
+            ],
+            allowed: None,
+        }
+    }
+
+    fn call(host: &ContextHost, ns: &str, op: &str, payload: Value) -> Result<Value, String> {
+        host.call("kubewarden", ns, op, payload.to_string().as_bytes())
+            .map(|raw| serde_json::from_slice(&raw).unwrap())
+    }
+
+    #[test]
+    fn list_applies_masks_and_selectors() {
+        let host = ContextHost::new().with_cluster(cluster());
+        let list = call(
+            &host,
+            "kubernetes",
+            "list_resources_all",
+            json!({
+            "api_version": "v1", "kind": "Node", "label_selector": "kubernetes.io/os=windows",
+            "field_selector": null,
+            "field_masks": ["metadata.name", "metadata.labels", "spec.taints.key"]}),
+        )
+        .unwrap();
+        assert_eq!(list["kind"], "NodeList");
+        assert_eq!(list["items"].as_array().unwrap().len(), 1);
+        let item = &list["items"][0];
+        assert_eq!(item["metadata"]["name"], "w1");
+        assert_eq!(
+            item["metadata"]["labels"]["node.kubernetes.io/windows-build"],
+            "10.0.17763"
+        );
+        assert!(item["metadata"].get("uid").is_none());
+        assert!(item.get("status").is_none() && item.get("apiVersion").is_none());
+        assert_eq!(item["spec"]["taints"], json!([{"key": "os"}]));
+        // No masks: whole objects; `!=` and absent selectors.
+        let list = call(
+            &host,
+            "kubernetes",
+            "list_resources_all",
+            json!({
+            "api_version": "v1", "kind": "Node",
+            "label_selector": "kubernetes.io/os!=windows,!node.kubernetes.io/windows-build"}),
+        )
+        .unwrap();
+        assert_eq!(list["items"], json!([node("l1", "linux", None)]));
+        let err = call(
+            &host,
+            "kubernetes",
+            "list_resources_all",
+            json!({
+            "api_version": "v1", "kind": "Node", "label_selector": "a in (b)"}),
+        )
+        .unwrap_err();
+        assert!(err.contains("equality-based"), "{err}");
+    }
+
+    #[test]
+    fn get_finds_by_name_and_says_when_missing() {
+        let host = ContextHost::new().with_cluster(cluster());
+        let request = |name: &str| {
+            json!({"api_version": "node.k8s.io/v1", "kind": "RuntimeClass",
+                                         "name": name, "namespace": null, "disable_cache": false})
+        };
+        let class = call(&host, "kubernetes", "get_resource", request("win")).unwrap();
+        assert_eq!(class["handler"], "runhcs-wcow-process");
+        let err = call(&host, "kubernetes", "get_resource", request("gpu")).unwrap_err();
+        assert_eq!(err, "Callback evaluation failure: Cannot find node.k8s.io/v1/RuntimeClass named 'gpu' inside of namespace 'None'");
+        let err = call(
+            &host,
+            "kubernetes",
+            "get_resource",
+            json!({"api_version": "v1",
+            "kind": "Secret", "name": "s", "namespace": "default", "disable_cache": false}),
+        )
+        .unwrap_err();
+        assert!(err.contains("Cannot find resource v1/Secret"), "{err}");
+        // The SDK always sends disable_cache: a payload without it is refused.
+        let err = call(
+            &host,
+            "kubernetes",
+            "get_resource",
+            json!({"api_version": "v1",
+            "kind": "Node", "name": "l1"}),
+        )
+        .unwrap_err();
+        assert!(err.contains("disable_cache"), "{err}");
+        assert_eq!(host.calls().len(), 4);
+        assert_eq!(host.take_calls()[0].operation, "get_resource");
+        assert!(host.calls().is_empty());
+    }
+
+    #[test]
+    fn access_outside_context_aware_resources_is_refused() {
+        let host = ContextHost::new().with_cluster(cluster().allowing(&[("v1", "Node")]));
+        let err = call(
+            &host,
+            "kubernetes",
+            "get_resource",
+            json!({"api_version": "node.k8s.io/v1",
+            "kind": "RuntimeClass", "name": "win", "disable_cache": true}),
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("not been granted access to Kubernetes node.k8s.io/v1/RuntimeClass"),
+            "{err}"
+        );
+        assert!(call(
+            &host,
+            "kubernetes",
+            "list_resources_all",
+            json!({"api_version": "v1", "kind": "Node"})
+        )
+        .is_ok());
+    }
+
+    #[test]
+    fn unknown_calls_and_missing_parts_are_errors() {
+        let host = ContextHost::new();
+        let cases = [
+            ("other", "oci", "v1/oci_manifest", "unknown binding: other"),
+            ("kubewarden", "dns", "x", "unknown namespace: dns"),
+            (
+                "kubewarden",
+                "oci",
+                "v1/verify",
+                "unknown operation: v1/verify",
+            ),
+            (
+                "kubewarden",
+                "kubernetes",
+                "can_i",
+                "unknown operation: can_i",
+            ),
+            ("kubewarden", "kubernetes", "get_resource", "expected"),
+        ];
+        for (binding, ns, op, wanted) in cases {
+            let err = host.call(binding, ns, op, b"\"x\"").unwrap_err();
+            assert!(err.contains(wanted), "{binding}/{ns}/{op}: {err}");
+        }
+        let err = call(
+            &host,
+            "kubernetes",
+            "list_resources_all",
+            json!({"api_version": "v1", "kind": "Node"}),
+        )
+        .unwrap_err();
+        assert!(err.contains("kube::Client was not initialized"), "{err}");
+        let err = call(&host, "oci", "v1/oci_manifest", json!("corp/app:1")).unwrap_err();
+        assert!(err.contains("no registry"), "{err}");
+    }
+
+    #[test]
+    fn registry_down_is_an_error_naming_the_image() {
+        let port = crate::registry::free_port().unwrap();
+        let registries = Registries::new(&[format!("127.0.0.1:{port}")]).unwrap();
+        let host = ContextHost::new().with_registries(registries);
+        let image = format!("127.0.0.1:{port}/corp/billing:4.2");
+        let err = call(&host, "oci", "v1/oci_manifest", json!(image)).unwrap_err();
+        assert!(
+            err.starts_with("Callback evaluation failure: cannot fetch the manifest of"),
+            "{err}"
+        );
+        assert!(err.contains(&image), "{err}");
+        let err = call(&host, "oci", "v1/oci_manifest", json!("Not A Reference")).unwrap_err();
+        assert!(err.contains("not an image reference"), "{err}");
+    }
+}
