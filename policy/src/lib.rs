@@ -7,6 +7,8 @@ use os_placement_core::{evaluate_request, Decision, Settings};
 use serde_json::Value;
 use wapc_guest::{register_function, CallResult};
 
+mod facts;
+
 #[no_mangle]
 pub extern "C" fn wapc_init() {
     register_function("validate", validate);
