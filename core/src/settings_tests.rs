@@ -212,9 +212,9 @@ fn unknown_key_in_windows_taint_is_rejected_with_its_path() {
 #[test]
 fn unknown_key_in_runtime_class_is_rejected_with_its_path() {
     one_problem(
-        json!({"runtimeClasses": [{"name": "w", "scheduling": {}, "handler": "runhcs"}]}),
-        "runtimeClasses[0].handler",
-        &["unknown setting"],
+        json!({"runtimeClasses": [{"name": "w", "scheduling": {}, "runtimeHandler": "runhcs"}]}),
+        "runtimeClasses[0].runtimeHandler",
+        &["unknown setting", "name, scheduling, handler, isolation"],
     );
 }
 
