@@ -348,6 +348,10 @@ fn images_to_look_up(pod: &PodView<'_>, settings: &Settings) -> Vec<String> {
 fn placement_fixed(pod: &PodView<'_>, settings: &Settings) -> bool {
     let empty = Facts::default();
     let resolution = crate::resolve::resolve_with(pod, settings, &empty);
+    if !resolution.conflicts.is_empty() {
+        // Rejected whatever the images are.
+        return true;
+    }
     let node = resolution.node_placement();
     let pinned = node.windows.as_ref().is_some_and(|b| b.single().is_some());
     match node.os() {
