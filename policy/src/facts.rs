@@ -231,3 +231,203 @@ fn node(item: &Value) -> NodeFact {
         taints,
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
+mod tests {
+    use std::cell::RefCell;
+
+    use super::*;
+
+    /// Answers from a table of (namespace/operation, payload) → answer, and
+    /// records every call.
+    #[derive(Default)]
+    struct Fake {
+        answers: Vec<(String, Value, Result<Value, String>)>,
+        calls: RefCell<Vec<(String, Value)>>,
+    }
+
+    impl Fake {
+        fn answer(mut self, op: &str, payload: Value, answer: Result<Value, &str>) -> Self {
+            self.answers
+                .push((op.into(), payload, answer.map_err(str::to_string)));
+            self
+        }
+    }
+
+    impl Host for Fake {
+        fn call(
+            &self,
+            namespace: &str,
+            operation: &str,
+            payload: &[u8],
+        ) -> Result<Vec<u8>, String> {
+            let op = format!("{namespace}/{operation}");
+            let payload: Value = serde_json::from_slice(payload).unwrap();
+            self.calls.borrow_mut().push((op.clone(), payload.clone()));
+            let (_, _, answer) = self
+                .answers
+                .iter()
+                .find(|(o, p, _)| *o == op && *p == payload)
+                .ok_or_else(|| format!("{op}: no answer"))?;
+            answer.clone().map(|v| serde_json::to_vec(&v).unwrap())
+        }
+    }
+
+    fn needs_images(images: &[&str]) -> Needs {
+        Needs {
+            images: images.iter().map(|s| s.to_string()).collect(),
+            ..Needs::default()
+        }
+    }
+
+    #[test]
+    fn an_index_gives_one_platform_per_entry_and_skips_attestations() {
+        let index = json!({"mediaType": "application/vnd.oci.image.index.v1+json", "manifests": [
+            {"digest": "sha256:a", "platform": {"os": "linux", "architecture": "amd64"}},
+            {"digest": "sha256:b", "platform": {"os": "windows", "architecture": "amd64", "os.version": "10.0.20348.2700"}},
+            {"digest": "sha256:c", "annotations": {"vnd.docker.reference.type": "attestation-manifest"}}
+        ]});
+        let host = Fake::default().answer("oci/v1/oci_manifest", json!("app:1"), Ok(index));
+        let facts = gather(&needs_images(&["app:1"]), &host);
+        let ImageFacts::Platforms(p) = &facts.images["app:1"] else {
+            panic!("{facts:?}")
+        };
+        assert_eq!(p.len(), 2);
+        assert_eq!(p[1].os_version.as_deref(), Some("10.0.20348.2700"));
+        assert_eq!(host.calls.borrow().len(), 1);
+    }
+
+    #[test]
+    fn a_single_manifest_reads_its_config() {
+        let manifest = json!({"schemaVersion": 2, "config": {"digest": "sha256:c"}, "layers": []});
+        let config = json!({"manifest": manifest, "digest": "sha256:m",
+            "config": {"os": "windows", "os.version": "10.0.17763.6414", "architecture": "amd64"}});
+        let host = Fake::default()
+            .answer("oci/v1/oci_manifest", json!("w:1"), Ok(manifest.clone()))
+            .answer("oci/v1/oci_manifest_config", json!("w:1"), Ok(config));
+        let facts = gather(&needs_images(&["w:1"]), &host);
+        assert_eq!(
+            facts.images["w:1"],
+            ImageFacts::Platforms(vec![Platform {
+                os: "windows".into(),
+                os_version: Some("10.0.17763.6414".into()),
+                architecture: Some("amd64".into()),
+            }])
+        );
+    }
+
+    #[test]
+    fn a_failed_call_or_an_odd_answer_is_a_lookup_failure() {
+        let host = Fake::default()
+            .answer(
+                "oci/v1/oci_manifest",
+                json!("down:1"),
+                Err("connection refused"),
+            )
+            .answer(
+                "oci/v1/oci_manifest",
+                json!("odd:1"),
+                Ok(json!({"errors": []})),
+            );
+        let facts = gather(&needs_images(&["down:1", "odd:1"]), &host);
+        assert_eq!(
+            facts.images["down:1"],
+            ImageFacts::LookupFailed("connection refused".into())
+        );
+        assert!(matches!(facts.images["odd:1"], ImageFacts::LookupFailed(_)));
+    }
+
+    #[test]
+    fn runtime_classes_found_missing_or_failed() {
+        let request = |name: &str| {
+            json!({"api_version": "node.k8s.io/v1", "kind": "RuntimeClass", "name": name,
+                   "namespace": null, "disable_cache": false, "field_masks": null})
+        };
+        let rc = json!({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "handler": "runhcs-wcow-hypervisor",
+            "scheduling": {"nodeSelector": {"kubernetes.io/os": "windows"},
+                           "tolerations": [{"key": "os", "operator": "Equal", "value": "windows", "effect": "NoSchedule"}]}});
+        let host = Fake::default()
+            .answer("kubernetes/get_resource", request("hv"), Ok(rc))
+            .answer(
+                "kubernetes/get_resource",
+                request("gone"),
+                Err("runtimeclasses.node.k8s.io \"gone\" not found"),
+            )
+            .answer(
+                "kubernetes/get_resource",
+                request("denied"),
+                Err("forbidden"),
+            );
+        let needs = Needs {
+            runtime_classes: vec!["hv".into(), "gone".into(), "denied".into()],
+            ..Needs::default()
+        };
+        let facts = gather(&needs, &host);
+        let RuntimeClassFacts::Found(hv) = &facts.runtime_classes["hv"] else {
+            panic!("{facts:?}")
+        };
+        assert_eq!(hv.handler, "runhcs-wcow-hypervisor");
+        assert_eq!(hv.scheduling.tolerations.len(), 1);
+        assert_eq!(facts.runtime_classes["gone"], RuntimeClassFacts::Missing);
+        assert_eq!(
+            facts.runtime_classes["denied"],
+            RuntimeClassFacts::LookupFailed("forbidden".into())
+        );
+    }
+
+    #[test]
+    fn nodes_are_listed_with_masks_and_read_narrowly() {
+        let request = json!({"api_version": "v1", "kind": "Node", "label_selector": null,
+            "field_selector": null, "field_masks": NODE_FIELD_MASKS});
+        let list = json!({"items": [
+            {"metadata": {"name": "w1", "labels": {"kubernetes.io/os": "windows"}},
+             "spec": {"taints": [{"key": "os", "value": "windows", "effect": "NoSchedule"}]},
+             "status": {"nodeInfo": {"operatingSystem": "windows", "architecture": "amd64", "kernelVersion": "10.0.20348.2700"}}},
+            {"metadata": {"name": "l1", "labels": {"kubernetes.io/os": "linux"}},
+             "status": {"nodeInfo": {"operatingSystem": "linux", "kernelVersion": "6.1.0-1.2.3"}}}
+        ]});
+        let host = Fake::default().answer("kubernetes/list_resources_all", request, Ok(list));
+        let facts = gather(
+            &Needs {
+                nodes: true,
+                ..Needs::default()
+            },
+            &host,
+        );
+        let nodes = facts.listed_nodes().unwrap();
+        assert_eq!(nodes[0].windows_build.as_deref(), Some("10.0.20348"));
+        assert_eq!(nodes[0].taints[0].effect, "NoSchedule");
+        assert_eq!(nodes[1].windows_build, None);
+        let host = Fake::default();
+        let facts = gather(
+            &Needs {
+                nodes: true,
+                ..Needs::default()
+            },
+            &host,
+        );
+        assert!(matches!(facts.nodes, Some(NodeFacts::LookupFailed(_))));
+    }
+
+    #[test]
+    fn no_host_call_when_nothing_is_needed() {
+        let host = Fake::default();
+        let payload = json!({"settings": {"imageLookup": "off"}, "request": {
+            "operation": "CREATE", "kind": {"kind": "Pod"},
+            "object": {"kind": "Pod", "spec": {"containers": [{"name": "c", "image": "registry.corp.example/a:1"}]}}}});
+        let response = crate::respond_with(&serde_json::to_vec(&payload).unwrap(), &host);
+        assert!(response.accepted);
+        assert!(host.calls.borrow().is_empty());
+        // Negative: with the default undecided, the one image is asked for once.
+        let payload = json!({"settings": {}, "request": {
+            "operation": "CREATE", "kind": {"kind": "Pod"},
+            "object": {"kind": "Pod", "spec": {"containers": [
+                {"name": "c", "image": "registry.corp.example/a:1"},
+                {"name": "d", "image": "registry.corp.example/a:1"}]}}}});
+        let response = crate::respond_with(&serde_json::to_vec(&payload).unwrap(), &host);
+        assert!(response.accepted);
+        assert_eq!(host.calls.borrow().len(), 1);
+        assert!(response.warnings.unwrap()[0].contains("registry.corp.example/a:1"));
+    }
+}
