@@ -27,6 +27,14 @@ const RELEASES: &[(&str, WindowsBuild)] = &[
     ("ltsc2025", WindowsBuild::LTSC2025),
 ];
 
+/// Every Windows Server build with a release name, oldest first.
+pub fn known_builds() -> Vec<WindowsBuild> {
+    let mut builds: Vec<WindowsBuild> = RELEASES.iter().map(|&(_, b)| b).collect();
+    builds.sort();
+    builds.dedup();
+    builds
+}
+
 impl WindowsBuild {
     /// Windows Server 2016 (ltsc2016, 1607).
     pub const LTSC2016: Self = Self(14393);

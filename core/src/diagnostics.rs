@@ -56,6 +56,12 @@ pub enum Code {
     BoundToNode,
     /// A `NoExecute` Windows taint evicts the pod after `tolerationSeconds`.
     TolerationExpires,
+    /// A registry or cluster lookup failed; the rules fell back.
+    LookupFailed,
+    /// The pod names a RuntimeClass the cluster does not have.
+    RuntimeClassMissing,
+    /// No node of the cluster's inventory can run the pod.
+    NoNode,
 }
 
 impl Code {
@@ -85,6 +91,9 @@ impl Code {
             Code::OsUndetermined => "os-undetermined",
             Code::BoundToNode => "bound-to-node",
             Code::TolerationExpires => "toleration-expires",
+            Code::LookupFailed => "lookup-failed",
+            Code::RuntimeClassMissing => "runtime-class-missing",
+            Code::NoNode => "no-node",
         }
     }
 }

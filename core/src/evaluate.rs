@@ -6,16 +6,18 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::constraint::Placement;
+use crate::constraint::{Os, Placement};
 use crate::diagnostics::{render, Code, Diagnostic};
+use crate::facts::{Facts, RuntimeClassFacts};
+use crate::inventory::{no_node, Candidate};
 use crate::kinds::{FieldPath, Kind, SUPPORTED_KINDS};
 use crate::ownership::{annotation_op, owned_entries, reconcile, record_after, without, Owned};
 use crate::patch::{apply, AddOp};
 use crate::place::{plan, RuntimeClassMerge};
 use crate::report::SignalReport;
-use crate::resolve::{pair_conflict, resolve, Resolution};
+use crate::resolve::{pair_conflict, resolve_with, Resolution, Source};
 use crate::selection::other_selections;
-use crate::settings::{DefaultOs, Settings};
+use crate::settings::{DefaultOs, NodeInventory, Settings};
 use crate::spec::{malformed, ContainerList, PodView};
 use crate::toleration::tolerates;
 
@@ -187,14 +189,41 @@ fn warning_line(warning: &Diagnostic) -> String {
 
 /// Evaluates a raw Kubernetes AdmissionRequest.
 pub fn evaluate_request(request: &Value, settings: &Settings) -> Decision {
+    evaluate_request_with_facts(request, settings, &Facts::default())
+}
+
+/// Evaluates a raw Kubernetes AdmissionRequest with facts from outside it.
+pub fn evaluate_request_with_facts(
+    request: &Value,
+    settings: &Settings,
+    facts: &Facts,
+) -> Decision {
     match Review::from_admission_request(request) {
-        Ok(review) => evaluate(&review, settings),
+        Ok(review) => evaluate_with_facts(&review, settings, facts),
         Err(problem) => Decision::reject(vec![problem], Vec::new()),
     }
 }
 
 /// Evaluates one review: the verdict, the findings and the patch.
 pub fn evaluate(review: &Review<'_>, settings: &Settings) -> Decision {
+    evaluate_with_facts(review, settings, &Facts::default())
+}
+
+/// Evaluates one review with facts from the registry and the cluster:
+/// cluster RuntimeClasses and the Windows taint of the nodes complete the
+/// settings (the settings' own entries win); image platforms and the node
+/// inventory refine the placement. Empty facts change nothing.
+pub fn evaluate_with_facts(review: &Review<'_>, settings: &Settings, facts: &Facts) -> Decision {
+    if matches!(review.operation, Operation::Delete | Operation::Connect) {
+        return Decision::accept(Vec::new());
+    }
+    let (settings, notes) = crate::context::complete(settings, facts);
+    let mut decision = evaluate_in(review, &settings, facts);
+    decision.warnings.extend(notes);
+    decision
+}
+
+fn evaluate_in(review: &Review<'_>, settings: &Settings, facts: &Facts) -> Decision {
     let operation = review.operation;
     if matches!(operation, Operation::Delete | Operation::Connect) {
         return Decision::accept(Vec::new());
@@ -216,7 +245,7 @@ pub fn evaluate(review: &Review<'_>, settings: &Settings) -> Decision {
     };
     if kind == Kind::Pod && operation == Operation::Update {
         return match PodView::read(spec.0, spec.1) {
-            Ok(pod) => check_new_ephemeral_containers(&pod, review.old_object, settings),
+            Ok(pod) => check_new_ephemeral_containers(&pod, review.old_object, settings, facts),
             Err(problems) => Decision::reject(problems, Vec::new()),
         };
     }
@@ -227,7 +256,7 @@ pub fn evaluate(review: &Review<'_>, settings: &Settings) -> Decision {
     }
     if !settings.mutate || kind == Kind::Pod {
         // A Pod is never patched again after CREATE: nothing to own.
-        return decide(review.object, kind, settings);
+        return decide(review.object, kind, settings, facts);
     }
     // The policy's own entries from an earlier admission are judged afresh.
     let selector = spec.1.field("nodeSelector").pointer().to_string();
@@ -235,7 +264,7 @@ pub fn evaluate(review: &Review<'_>, settings: &Settings) -> Decision {
         .into_iter()
         .filter(|(pointer, _)| pointer.starts_with(&format!("{selector}/")))
         .collect();
-    let decision = decide(review.object, kind, settings);
+    let decision = decide(review.object, kind, settings, facts);
     if decision.accepted || owned.is_empty() {
         return adopt(review.object, &owned, decision, &selector, false);
     }
@@ -244,7 +273,7 @@ pub fn evaluate(review: &Review<'_>, settings: &Settings) -> Decision {
     adopt(
         review.object,
         &owned,
-        decide(&without(review.object, &owned), kind, settings),
+        decide(&without(review.object, &owned), kind, settings, facts),
         &selector,
         true,
     )
@@ -253,7 +282,7 @@ pub fn evaluate(review: &Review<'_>, settings: &Settings) -> Decision {
 /// Resolves and places the pod spec of `object`. Kept out of line: it is
 /// called from three places and carries the whole rule pipeline.
 #[inline(never)]
-fn decide(object: &Value, kind: Kind, settings: &Settings) -> Decision {
+fn decide(object: &Value, kind: Kind, settings: &Settings, facts: &Facts) -> Decision {
     let spec = match locate_pod_spec(object, kind) {
         Ok(found) => found,
         Err(d) => return Decision::reject(vec![d], Vec::new()),
@@ -262,16 +291,19 @@ fn decide(object: &Value, kind: Kind, settings: &Settings) -> Decision {
         Ok(pod) => pod,
         Err(problems) => return Decision::reject(problems, Vec::new()),
     };
-    let resolution = resolve(&pod, settings);
-    if !resolution.conflicts.is_empty() {
-        return Decision::reject(resolution.conflicts.clone(), resolution.warnings.clone())
+    let resolution = resolve_with(&pod, settings, facts);
+    let mut conflicts = resolution.conflicts.clone();
+    conflicts.extend(missing_runtime_class(&pod, settings, facts));
+    if !conflicts.is_empty() {
+        return Decision::reject(conflicts, resolution.warnings.clone())
             .with_signals(&resolution, &pod);
     }
     let merge = match kind {
         Kind::Pod => RuntimeClassMerge::ByPolicy,
         _ => RuntimeClassMerge::ByPlugin,
     };
-    let plan = plan(&pod, &resolution, settings, merge);
+    let cluster = facts.cluster_builds(settings);
+    let plan = plan(&pod, &resolution, settings, merge, cluster.as_ref());
     let mut warnings = resolution.warnings.clone();
     warnings.extend(plan.warnings);
     let decision = if plan.violations.is_empty() {
@@ -279,7 +311,97 @@ fn decide(object: &Value, kind: Kind, settings: &Settings) -> Decision {
     } else {
         Decision::reject(plan.violations, warnings)
     };
-    decision.with_signals(&resolution, &pod)
+    check_nodes(decision, object, kind, &resolution, settings, facts)
+        .with_signals(&resolution, &pod)
+}
+
+/// A RuntimeClass the pod names that neither the settings nor the cluster
+/// has: the API server would refuse the pods (RuntimeClass admission).
+fn missing_runtime_class(
+    pod: &PodView<'_>,
+    settings: &Settings,
+    facts: &Facts,
+) -> Option<Diagnostic> {
+    let name = pod.runtime_class_name?;
+    if settings.runtime_class(name).is_some() {
+        return None;
+    }
+    matches!(facts.runtime_classes.get(name), Some(RuntimeClassFacts::Missing)).then(|| {
+        Diagnostic::new(
+            Code::RuntimeClassMissing,
+            pod.field("runtimeClassName").display(),
+            format!("RuntimeClass {name:?} does not exist in the cluster, so the API server refuses every pod of this object"),
+            "create the RuntimeClass, or correct or remove runtimeClassName",
+        )
+    })
+}
+
+/// With `nodeInventory`, an accepted pod no listed node can run is
+/// rejected or warned about, naming what the nodes lack.
+fn check_nodes(
+    decision: Decision,
+    object: &Value,
+    kind: Kind,
+    resolution: &Resolution,
+    settings: &Settings,
+    facts: &Facts,
+) -> Decision {
+    let Some(nodes) = facts.listed_nodes() else {
+        return decision;
+    };
+    if !decision.accepted || !settings.node_inventory.reads_nodes() {
+        return decision;
+    }
+    let admitted = decision.mutated_object.as_ref().unwrap_or(object);
+    let Ok((spec, path)) = locate_pod_spec(admitted, kind) else {
+        return decision;
+    };
+    let Ok(pod) = PodView::read(spec, path) else {
+        return decision;
+    };
+    if pod.node_name.is_some() {
+        return decision;
+    }
+    let rc = pod
+        .runtime_class_name
+        .and_then(|n| settings.runtime_class(n));
+    let mut selector = pod.node_selector.clone();
+    let mut tolerations: Vec<&k8s_openapi::api::core::v1::Toleration> =
+        pod.tolerations.iter().collect();
+    if let Some(rc) = rc {
+        for (k, v) in &rc.scheduling.node_selector {
+            selector.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+        tolerations.extend(rc.scheduling.tolerations.iter());
+    }
+    // The pod's OS after admission: a defaulted Linux pod runs Linux only.
+    let placement = match selector.get(crate::labels::OS_LABEL).map(String::as_str) {
+        Some("linux") => resolution.placement.intersect(&Os::Linux.placement()),
+        _ => resolution.placement.clone(),
+    };
+    let candidate = Candidate {
+        placement: &placement,
+        node_selector: &selector,
+        affinity: pod.required_affinity.as_ref(),
+        tolerations: &tolerations,
+    };
+    let path = resolution
+        .signals
+        .iter()
+        .find(|s| s.source == Source::Image)
+        .map(|s| s.path.clone())
+        .unwrap_or_else(|| pod.path.display().to_string());
+    let Some(problem) = no_node(&candidate, nodes, &path) else {
+        return decision;
+    };
+    match settings.node_inventory {
+        NodeInventory::Reject => Decision::reject(vec![problem], decision.warnings),
+        _ => {
+            let mut decision = decision;
+            decision.warnings.push(problem);
+            decision
+        }
+    }
 }
 
 /// Rebases the decision's ops on the real object: owned entries are
@@ -372,6 +494,7 @@ fn check_new_ephemeral_containers(
     pod: &PodView<'_>,
     old_object: Option<&Value>,
     settings: &Settings,
+    facts: &Facts,
 ) -> Decision {
     let old_names = old_ephemeral_names(old_object);
     let ephemeral = |index: usize| {
@@ -382,7 +505,7 @@ fn check_new_ephemeral_containers(
     let is_new = |index: usize| {
         ephemeral(index).is_some_and(|c| c.name.is_none_or(|n| !old_names.contains(&n)))
     };
-    let resolution: Resolution = resolve(pod, settings);
+    let resolution: Resolution = resolve_with(pod, settings, facts);
     // Earlier ephemeral containers cannot be removed: they must not make
     // the pod impossible to debug, so only the pod's own fields count.
     let existing: Vec<_> = resolution

@@ -4,10 +4,13 @@
 pub mod affinity;
 pub mod build;
 pub mod constraint;
+pub mod context;
 pub mod diagnostics;
 pub mod evaluate;
+pub mod facts;
 pub mod glob;
 pub mod image;
+pub mod inventory;
 pub mod kinds;
 pub mod labels;
 pub mod landing;
@@ -24,7 +27,11 @@ pub mod toleration;
 pub mod windows_rules;
 
 pub use diagnostics::{Code, Diagnostic};
-pub use evaluate::{evaluate, evaluate_request, Decision, Operation, Review, MAX_WARNING_CHARS};
+pub use evaluate::{
+    evaluate, evaluate_request, evaluate_request_with_facts, evaluate_with_facts, Decision,
+    Operation, Review, MAX_WARNING_CHARS,
+};
+pub use facts::{needs, needs_request, Facts, Needs};
 pub use landing::{landing, pools_from_value, Fit, NodePool, PoolLanding};
 pub use report::SignalReport;
 pub use settings::{Settings, SettingsError};

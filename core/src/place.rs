@@ -1,10 +1,11 @@
 //! What a correctly placed pod has, and what to add when it lacks it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::Toleration;
 use serde_json::{json, Map, Value};
 
+use crate::build::WindowsBuild;
 use crate::constraint::{Builds, Os};
 use crate::diagnostics::{Code, Diagnostic};
 use crate::labels::{selector_placement, OS_LABEL, WINDOWS_BUILD_LABEL};
@@ -38,6 +39,11 @@ enum Missing {
         why: String,
     },
     PodOs(Os),
+    /// A required node-affinity `In` on the build label, in every term.
+    BuildAffinity {
+        builds: Vec<WindowsBuild>,
+        why: String,
+    },
 }
 
 /// Where the RuntimeClass merge must be done by the policy itself: on
@@ -48,11 +54,15 @@ pub enum RuntimeClassMerge {
     ByPlugin,
 }
 
+/// The cluster's Windows builds, when known (node inventory or settings).
+pub type ClusterBuilds<'c> = Option<&'c BTreeSet<WindowsBuild>>;
+
 pub fn plan(
     pod: &PodView<'_>,
     resolution: &Resolution,
     settings: &Settings,
     merge: RuntimeClassMerge,
+    cluster: ClusterBuilds<'_>,
 ) -> Plan {
     let mut plan = Plan::default();
     let os = match (resolution.placement.os(), settings.default_os) {
@@ -79,6 +89,7 @@ pub fn plan(
             settings,
             &selector,
             &tolerations,
+            cluster,
             &mut plan,
         ),
         Os::Linux => linux_missing(resolution, settings, &tolerations),
@@ -88,7 +99,7 @@ pub fn plan(
     }
     if let Some(node) = pod.node_name {
         let before = missing.len();
-        missing.retain(|m| !matches!(m, Missing::Selector { .. }));
+        missing.retain(|m| !matches!(m, Missing::Selector { .. } | Missing::BuildAffinity { .. }));
         if missing.len() < before {
             plan.warnings.push(bound_to_node(pod, node, os));
         }
@@ -184,6 +195,7 @@ fn windows_missing(
     settings: &Settings,
     selector: &BTreeMap<String, String>,
     tolerations: &[&Toleration],
+    cluster: ClusterBuilds<'_>,
     plan: &mut Plan,
 ) -> Vec<Missing> {
     let mut missing = Vec::new();
@@ -208,14 +220,34 @@ fn windows_missing(
     }
     let pins = settings.pin_windows_build && !resolution.host_process;
     let node_builds = resolution.node_placement().windows.unwrap_or(Builds::Any);
+    let known = resolution.image_builds() != Builds::Any;
+    if pins && (resolution.build_set || (cluster.is_some() && known)) {
+        missing.extend(build_placement(resolution, &node_builds, cluster));
+    } else {
+        legacy_pin(resolution, pins, &node_builds, &mut missing, plan);
+    }
+    let enforced = pod.os_name == Some("windows") || settings.set_pod_os;
+    let forbidden = forbidden_fields(pod, enforced);
+    if enforced {
+        plan.violations.extend(forbidden);
+    } else {
+        plan.warnings.extend(forbidden);
+    }
+    plan.violations.extend(host_process_rules(pod));
+    missing
+}
+
+/// The build pin of an image whose reference names one build.
+fn legacy_pin(
+    resolution: &Resolution,
+    pins: bool,
+    node_builds: &Builds,
+    missing: &mut Vec<Missing>,
+    plan: &mut Plan,
+) {
     match resolution.image_build() {
         Some(build) if pins && !node_builds.is_within(&resolution.image_builds()) => {
-            missing.push(Missing::Selector {
-                key: WINDOWS_BUILD_LABEL,
-                value: build.to_string(),
-                code: Code::MissingBuildPin,
-                why: format!("the pod's Windows image needs build {build} but the pod is not pinned to it, so it can land on a node of another build and fail to start"),
-            });
+            missing.push(pin(build));
         }
         None if pins && node_builds.single().is_none() => {
             plan.warnings.extend(resolution.images_without_build.iter().map(|(path, image)| {
@@ -229,15 +261,72 @@ fn windows_missing(
         }
         _ => {}
     }
-    let enforced = pod.os_name == Some("windows") || settings.set_pod_os;
-    let forbidden = forbidden_fields(pod, enforced);
-    if enforced {
-        plan.violations.extend(forbidden);
-    } else {
-        plan.warnings.extend(forbidden);
+}
+
+fn pin(build: WindowsBuild) -> Missing {
+    Missing::Selector {
+        key: WINDOWS_BUILD_LABEL,
+        value: build.to_string(),
+        code: Code::MissingBuildPin,
+        why: format!("the pod's Windows image needs build {build} but the pod is not pinned to it, so it can land on a node of another build and fail to start"),
     }
-    plan.violations.extend(host_process_rules(pod));
-    missing
+}
+
+/// Build placement from a set of builds (an image index, Hyper-V, or the
+/// cluster's builds): nothing when every build the pod can reach runs it,
+/// a pin when one build fits, else a required affinity `In` on the fitting
+/// builds (the scheduler ORs terms and ANDs expressions: NodeAffinity).
+fn build_placement(
+    resolution: &Resolution,
+    node_builds: &Builds,
+    cluster: ClusterBuilds<'_>,
+) -> Option<Missing> {
+    let allowed = resolution.image_builds();
+    let fits: BTreeSet<WindowsBuild> = match (cluster, &allowed.intersect(node_builds)) {
+        (Some(cluster), _) => {
+            let reachable: Vec<&WindowsBuild> =
+                cluster.iter().filter(|b| node_builds.allows(**b)).collect();
+            if reachable.iter().all(|b| allowed.allows(**b)) {
+                return None;
+            }
+            reachable
+                .into_iter()
+                .filter(|b| allowed.allows(**b))
+                .copied()
+                .collect()
+        }
+        (None, Builds::Only(set)) if !node_builds.is_within(&allowed) => {
+            // One image build (and the hosts that also run it): its own pin.
+            if let Some(own) = resolution.image_build() {
+                if allowed == Builds::compatible_hosts(own) {
+                    return Some(pin(own));
+                }
+            }
+            set.clone()
+        }
+        _ => return None,
+    };
+    match fits.len() {
+        // No node runs it (the inventory check says so): keep the image's
+        // own pin, so that the pod waits rather than fails on a wrong build.
+        0 => resolution.image_build().map(pin),
+        1 => fits.iter().next().map(|b| pin(*b)),
+        _ => Some(Missing::BuildAffinity {
+            why: format!(
+                "the pod's Windows images run on builds {} only, but the pod does not select them",
+                join_builds(&fits)
+            ),
+            builds: fits.into_iter().collect(),
+        }),
+    }
+}
+
+fn join_builds(builds: &BTreeSet<WindowsBuild>) -> String {
+    builds
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// A `NoExecute` Windows taint evicts a pod whose matching tolerations set
@@ -322,6 +411,7 @@ fn choose_runtime_class<'s>(
                 .iter()
                 .any(|t| tolerates(t, taint)),
             Missing::PodOs(_) => true,
+            Missing::BuildAffinity { .. } => false,
         });
         agrees && no_stray_build && provides
     })
@@ -370,6 +460,11 @@ fn ops_for(pod: &PodView<'_>, missing: &[Missing]) -> Vec<AddOp> {
         .collect();
     ops.extend(toleration_ops(pod, tolerations));
     for m in missing {
+        if let Missing::BuildAffinity { builds, .. } = m {
+            ops.extend(build_affinity_ops(pod, builds));
+        }
+    }
+    for m in missing {
         if let Missing::PodOs(os) = m {
             ops.push(match pod.raw.get("os") {
                 Some(Value::Object(_)) => AddOp::new(
@@ -384,6 +479,61 @@ fn ops_for(pod: &PodView<'_>, missing: &[Missing]) -> Vec<AddOp> {
         }
     }
     ops
+}
+
+fn build_expression(builds: &[WindowsBuild]) -> Value {
+    let values: Vec<String> = builds.iter().map(ToString::to_string).collect();
+    json!({"key": WINDOWS_BUILD_LABEL, "operator": "In", "values": values})
+}
+
+/// Adds the build expression to every required term, after the user's
+/// expressions (which stay as written), or creates the one term.
+fn build_affinity_ops(pod: &PodView<'_>, builds: &[WindowsBuild]) -> Vec<AddOp> {
+    let expression = build_expression(builds);
+    let fields = [
+        "affinity",
+        "nodeAffinity",
+        "requiredDuringSchedulingIgnoredDuringExecution",
+        "nodeSelectorTerms",
+    ];
+    let mut path = pod.path.clone();
+    let mut current = Some(pod.raw);
+    for (depth, field) in fields.iter().enumerate() {
+        path = path.field(field);
+        let next = current.and_then(|map| map.get(*field));
+        match next {
+            Some(Value::Object(map)) => current = Some(map),
+            Some(Value::Array(terms)) if depth == fields.len() - 1 && !terms.is_empty() => {
+                return terms
+                    .iter()
+                    .enumerate()
+                    .map(|(i, term)| term_op(&path.index(i), term, &expression))
+                    .collect();
+            }
+            _ => {
+                // Build the rest of the path as one value.
+                let mut value = json!([{"matchExpressions": [expression]}]);
+                for outer in fields.iter().skip(depth + 1).rev() {
+                    value = json!({ *outer: value });
+                }
+                return vec![AddOp::new(path.pointer().to_string(), value)];
+            }
+        }
+    }
+    Vec::new()
+}
+
+fn term_op(term_path: &crate::kinds::FieldPath, term: &Value, expression: &Value) -> AddOp {
+    match term.get("matchExpressions") {
+        Some(Value::Array(_)) => AddOp::new(
+            format!("{}/-", term_path.field("matchExpressions").pointer()),
+            expression.clone(),
+        ),
+        _ => AddOp::new(
+            term_path.field("matchExpressions").pointer().to_string(),
+            json!([expression]),
+        ),
+    }
 }
 
 fn selector_ops(pod: &PodView<'_>, entries: &[(String, String)]) -> Vec<AddOp> {
@@ -442,6 +592,15 @@ fn violation(pod: &PodView<'_>, missing: &Missing, rc: Option<&RuntimeClass>) ->
             pod.field("tolerations").display(),
             why.clone(),
             format!("add the toleration {}{via_rc}", for_taint(taint)),
+        ),
+        Missing::BuildAffinity { builds, why } => Diagnostic::new(
+            Code::MissingBuildPin,
+            pod.field("affinity").display(),
+            why.clone(),
+            format!(
+                "add to every required nodeSelectorTerm the expression {}",
+                build_expression(builds)
+            ),
         ),
         Missing::PodOs(os) => Diagnostic::new(
             Code::MissingPodOs,

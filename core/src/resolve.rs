@@ -5,13 +5,14 @@ use crate::affinity;
 use crate::build::WindowsBuild;
 use crate::constraint::{Builds, Os, Placement};
 use crate::diagnostics::{Code, Diagnostic};
+use crate::facts::{hosts_of, platforms_placement, Facts, ImageFacts, Platform};
 use crate::image::{classify, maybe_windows_warning, ImageOs};
 use crate::kinds::FieldPath;
 use crate::labels::{
     is_placement_label, nodes_with, selector_placement, why_no_node_carries, BETA_OS_LABEL,
     OS_LABEL,
 };
-use crate::settings::Settings;
+use crate::settings::{LookupFailure, Settings};
 use crate::spec::{host_process, PodView};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,6 +96,9 @@ pub struct Resolution {
     /// An image only may be a Windows image and nothing else tells the OS:
     /// `defaultOS` does not apply, the OS is left open (with a warning).
     pub os_unsure: bool,
+    /// Image builds came from facts or Hyper-V isolation: the build
+    /// placement follows the set, not the single-build pin.
+    pub build_set: bool,
 }
 
 impl Resolution {
@@ -129,13 +133,18 @@ impl Resolution {
 
 /// Reads every signal of the pod.
 pub fn resolve(pod: &PodView<'_>, settings: &Settings) -> Resolution {
+    resolve_with(pod, settings, &Facts::default())
+}
+
+/// Reads every signal of the pod, with image platforms from `facts`.
+pub fn resolve_with(pod: &PodView<'_>, settings: &Settings, facts: &Facts) -> Resolution {
     let mut found = Found::default();
     found.pod_os(pod);
     found.node_selector(pod);
     found.affinity(pod);
     found.runtime_class(pod, settings);
     found.windows_options(pod);
-    found.images(pod, settings);
+    found.images(pod, settings, facts);
     let mut conflicts = found.conflicts;
     conflicts.extend(find_conflicts(&found.signals));
     let placement = found
@@ -155,6 +164,7 @@ pub fn resolve(pod: &PodView<'_>, settings: &Settings) -> Resolution {
         conflicts,
         warnings,
         os_unsure,
+        build_set: found.build_set,
     }
 }
 
@@ -167,6 +177,7 @@ struct Found {
     images_without_build: Vec<(String, String)>,
     /// Warnings for images that only may be Windows images.
     maybe_windows: Vec<Diagnostic>,
+    build_set: bool,
 }
 
 impl Found {
@@ -312,45 +323,135 @@ impl Found {
         }
     }
 
-    fn images(&mut self, pod: &PodView<'_>, settings: &Settings) {
+    fn images(&mut self, pod: &PodView<'_>, settings: &Settings, facts: &Facts) {
         let host_process = pod.is_host_process();
+        // Hyper-V isolation runs an image on hosts of its build or newer.
+        let hyperv = !host_process
+            && pod
+                .runtime_class_name
+                .and_then(|name| settings.runtime_class(name))
+                .is_some_and(|rc| rc.is_hyperv());
         for (index, container) in pod.containers.iter().enumerate() {
             let Some(image) = container.image else {
                 continue;
             };
             let path = container.path.field("image");
-            let (placement, reason) = match classify(image, &settings.windows_images) {
-                ImageOs::Unknown => continue,
-                ImageOs::MaybeWindows { .. } => {
-                    let path = path.display().to_string();
-                    self.maybe_windows.push(maybe_windows_warning(&path, image));
-                    continue;
+            match facts.images.get(image) {
+                Some(ImageFacts::Platforms(platforms)) => {
+                    if let Some(placement) = platforms_placement(platforms, hyperv) {
+                        let placement = if host_process {
+                            any_build(placement)
+                        } else {
+                            placement
+                        };
+                        self.build_set |= placement.allows_windows();
+                        let reason = format!("registry: {}", describe_platforms(platforms));
+                        self.push(
+                            Signal::new(Source::Image, &path, format!("{image:?}"), placement)
+                                .because(Some(reason))
+                                .of_container(Some(index)),
+                        );
+                        continue;
+                    }
                 }
-                ImageOs::Linux { reason } => (Placement::linux(), format!("Linux image: {reason}")),
-                ImageOs::Windows { build, reason } => {
-                    // HostProcess containers run on the host: any build will do.
-                    let builds = match build {
-                        Some(b) if !host_process => Builds::compatible_hosts(b),
-                        Some(_) => Builds::Any,
-                        None => {
-                            self.images_without_build
-                                .push((path.display().to_string(), image.to_string()));
-                            Builds::Any
-                        }
-                    };
-                    (
-                        Placement::windows(builds),
-                        format!("Windows image: {reason}"),
-                    )
+                Some(ImageFacts::LookupFailed(error)) => {
+                    self.lookup_failed(&path, image, error, settings)
                 }
-            };
-            self.push(
-                Signal::new(Source::Image, &path, format!("{image:?}"), placement)
-                    .because(Some(reason))
-                    .of_container(Some(index)),
-            );
+                None => {}
+            }
+            self.image_by_reference(image, &path, index, host_process, hyperv, settings);
         }
     }
+
+    fn lookup_failed(&mut self, path: &FieldPath, image: &str, error: &str, settings: &Settings) {
+        let short: String = error.chars().take(120).collect();
+        let d = Diagnostic::new(
+            Code::LookupFailed,
+            path.display(),
+            format!("the registry lookup of {image} failed ({short}), so its OS is read from the reference"),
+            "check the registry and the policy server's credentials",
+        );
+        match settings.lookup_failure {
+            LookupFailure::Warn => self.warnings.push(d),
+            LookupFailure::Reject => self.conflicts.push(Diagnostic {
+                fix: "check the registry and the policy server's credentials, or set lookupFailure: warn".into(),
+                ..d
+            }),
+        }
+    }
+
+    fn image_by_reference(
+        &mut self,
+        image: &str,
+        path: &FieldPath,
+        index: usize,
+        host_process: bool,
+        hyperv: bool,
+        settings: &Settings,
+    ) {
+        let (placement, reason) = match classify(image, &settings.windows_images) {
+            ImageOs::Unknown => return,
+            ImageOs::MaybeWindows { .. } => {
+                let path = path.display().to_string();
+                self.maybe_windows.push(maybe_windows_warning(&path, image));
+                return;
+            }
+            ImageOs::Linux { reason } => (Placement::linux(), format!("Linux image: {reason}")),
+            ImageOs::Windows { build, reason } => {
+                // HostProcess containers run on the host: any build will do.
+                let builds = match build {
+                    Some(b) if !host_process => {
+                        self.build_set |= hyperv;
+                        hosts_of(b, hyperv)
+                    }
+                    Some(_) => Builds::Any,
+                    None => {
+                        self.images_without_build
+                            .push((path.display().to_string(), image.to_string()));
+                        Builds::Any
+                    }
+                };
+                (
+                    Placement::windows(builds),
+                    format!("Windows image: {reason}"),
+                )
+            }
+        };
+        self.push(
+            Signal::new(Source::Image, path, format!("{image:?}"), placement)
+                .because(Some(reason))
+                .of_container(Some(index)),
+        );
+    }
+}
+
+/// The placement with any Windows build allowed.
+fn any_build(placement: Placement) -> Placement {
+    Placement {
+        windows: placement.windows.map(|_| Builds::Any),
+        ..placement
+    }
+}
+
+/// `linux/amd64, windows/amd64 10.0.20348.2700`, at most four entries.
+fn describe_platforms(platforms: &[Platform]) -> String {
+    let known: Vec<String> = platforms
+        .iter()
+        .filter(|p| p.os == "linux" || p.os == "windows")
+        .map(|p| {
+            let arch = p.architecture.as_deref().unwrap_or("?");
+            match &p.os_version {
+                Some(v) => format!("{}/{arch} {v}", p.os),
+                None => format!("{}/{arch}", p.os),
+            }
+        })
+        .collect();
+    let more = known.len().saturating_sub(4);
+    let mut text = known.into_iter().take(4).collect::<Vec<_>>().join(", ");
+    if more > 0 {
+        text.push_str(&format!(" and {more} more"));
+    }
+    text
 }
 
 /// The windowsOptions fields that are set, e.g. `runAsUserName: "ContainerUser"`.

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use k8s_openapi::api::core::v1::Toleration;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::build::WindowsBuild;
@@ -56,11 +56,77 @@ pub struct Scheduling {
     pub tolerations: Vec<Toleration>,
 }
 
+/// How a RuntimeClass isolates Windows containers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Isolation {
+    /// Process isolation: the image build must match the host's.
+    Process,
+    /// Hyper-V isolation: hosts of the image's build or newer run it
+    /// (Kubernetes documents it as experimental).
+    Hyperv,
+}
+
 /// A cluster RuntimeClass that carries scheduling.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RuntimeClass {
     pub name: String,
     pub scheduling: Scheduling,
+    /// The CRI handler, when known (from the cluster or the settings).
+    pub handler: Option<String>,
+    /// Declared isolation; `None` infers it from the handler.
+    pub isolation: Option<Isolation>,
+}
+
+impl RuntimeClass {
+    /// Whether pods of this class run Hyper-V isolated Windows containers.
+    pub fn is_hyperv(&self) -> bool {
+        match self.isolation {
+            Some(isolation) => isolation == Isolation::Hyperv,
+            None => self
+                .handler
+                .as_deref()
+                .is_some_and(crate::facts::handler_is_hyperv),
+        }
+    }
+}
+
+/// Which images the adapter reads from the registry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImageLookup {
+    /// None.
+    Off,
+    /// Only those whose reference decides nothing while placement is open.
+    Undecided,
+    /// Every image.
+    Always,
+}
+
+/// What a failed lookup does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LookupFailure {
+    /// Fall back to the reference rules, with a warning.
+    Warn,
+    /// Reject the request.
+    Reject,
+}
+
+/// Whether the node inventory is checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeInventory {
+    /// Nodes are not read for the check.
+    Off,
+    /// A pod no node can run is admitted with a warning.
+    Warn,
+    /// A pod no node can run is rejected.
+    Reject,
+}
+
+impl NodeInventory {
+    /// Whether the check needs the Nodes.
+    pub fn reads_nodes(self) -> bool {
+        self != NodeInventory::Off
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -73,6 +139,16 @@ pub struct Settings {
     pub prefer_runtime_class: bool,
     pub runtime_classes: Vec<RuntimeClass>,
     pub windows_images: Vec<ImageRule>,
+    /// `imageLookup`.
+    pub image_lookup: ImageLookup,
+    /// `lookupFailure`.
+    pub lookup_failure: LookupFailure,
+    /// `nodeInventory`.
+    pub node_inventory: NodeInventory,
+    /// `windowsTaint: fromNodes`: the taint is read from the Windows nodes.
+    pub windows_taint_from_nodes: bool,
+    /// `windowsBuilds`: the builds the cluster's Windows nodes run.
+    pub windows_builds: Vec<WindowsBuild>,
 }
 
 impl Default for Settings {
@@ -86,6 +162,11 @@ impl Default for Settings {
             prefer_runtime_class: false,
             runtime_classes: Vec::new(),
             windows_images: Vec::new(),
+            image_lookup: ImageLookup::Undecided,
+            lookup_failure: LookupFailure::Warn,
+            node_inventory: NodeInventory::Off,
+            windows_taint_from_nodes: false,
+            windows_builds: Vec::new(),
         }
     }
 }
@@ -116,6 +197,10 @@ pub const SETTING_KEYS: &[&str] = &[
     "preferRuntimeClass",
     "runtimeClasses",
     "windowsImages",
+    "imageLookup",
+    "lookupFailure",
+    "nodeInventory",
+    "windowsBuilds",
 ];
 const TAINT_EFFECTS: &[&str] = &["NoSchedule", "PreferNoSchedule", "NoExecute"];
 
@@ -205,8 +290,20 @@ impl Reader {
         }
         settings.windows_taint = match map.get("windowsTaint") {
             None | Some(Value::Null) => None,
+            Some(Value::String(s)) if s == "fromNodes" => {
+                settings.windows_taint_from_nodes = true;
+                None
+            }
+            Some(Value::String(s)) => {
+                self.problem(
+                    "windowsTaint",
+                    format!("expected an object {{key, value, effect}}, \"fromNodes\" (read from the Windows nodes) or null, got the string {s:?}"),
+                );
+                None
+            }
             Some(v) => self.taint(v),
         };
+        self.context_settings(map, &mut settings);
         if let Some(items) = self.array(map, "runtimeClasses", "runtimeClasses") {
             settings.runtime_classes = self.runtime_classes(items);
         }
@@ -224,6 +321,64 @@ impl Reader {
             );
         }
         settings
+    }
+
+    /// `imageLookup`, `lookupFailure`, `nodeInventory`, `windowsBuilds`.
+    fn context_settings(&mut self, map: &Map<String, Value>, settings: &mut Settings) {
+        if let Some(v) = self.string(map, "imageLookup", "imageLookup") {
+            match v.as_str() {
+                "off" => settings.image_lookup = ImageLookup::Off,
+                "undecided" => settings.image_lookup = ImageLookup::Undecided,
+                "always" => settings.image_lookup = ImageLookup::Always,
+                other => self.problem(
+                    "imageLookup",
+                    format!("{other:?} is not supported: use \"off\", \"undecided\" or \"always\""),
+                ),
+            }
+        }
+        if let Some(v) = self.string(map, "lookupFailure", "lookupFailure") {
+            match v.as_str() {
+                "warn" => settings.lookup_failure = LookupFailure::Warn,
+                "reject" => settings.lookup_failure = LookupFailure::Reject,
+                other => self.problem(
+                    "lookupFailure",
+                    format!("{other:?} is not supported: use \"warn\" or \"reject\""),
+                ),
+            }
+        }
+        if let Some(v) = self.string(map, "nodeInventory", "nodeInventory") {
+            match v.as_str() {
+                "off" => settings.node_inventory = NodeInventory::Off,
+                "warn" => settings.node_inventory = NodeInventory::Warn,
+                "reject" => settings.node_inventory = NodeInventory::Reject,
+                other => self.problem(
+                    "nodeInventory",
+                    format!("{other:?} is not supported: use \"off\", \"warn\" or \"reject\""),
+                ),
+            }
+        }
+        if let Some(items) = self.array(map, "windowsBuilds", "windowsBuilds") {
+            for (i, item) in items.iter().enumerate() {
+                let path = format!("windowsBuilds[{i}]");
+                let Value::String(b) = item else {
+                    self.problem(
+                        &path,
+                        format!(
+                            "expected a string such as \"10.0.20348\", got {}",
+                            describe(item)
+                        ),
+                    );
+                    continue;
+                };
+                match WindowsBuild::parse_label(b) {
+                    Ok(build) if settings.windows_builds.contains(&build) => {
+                        self.problem(&path, format!("{b:?} is listed twice"))
+                    }
+                    Ok(build) => settings.windows_builds.push(build),
+                    Err(e) => self.problem(&path, e),
+                }
+            }
+        }
     }
 
     fn reject_unknown_keys(&mut self, prefix: &str, map: &Map<String, Value>, known: &[&str]) {
@@ -360,7 +515,22 @@ impl Reader {
 
     fn runtime_class(&mut self, path: &str, value: &Value) -> Option<RuntimeClass> {
         let map = self.object(value, path)?;
-        self.reject_unknown_keys(path, map, &["name", "scheduling"]);
+        self.reject_unknown_keys(path, map, &["name", "scheduling", "handler", "isolation"]);
+        let handler = self.string(map, "handler", &format!("{path}.handler"));
+        let isolation = match self.string(map, "isolation", &format!("{path}.isolation")) {
+            None => None,
+            Some(v) => match v.as_str() {
+                "process" => Some(Isolation::Process),
+                "hyperv" => Some(Isolation::Hyperv),
+                other => {
+                    self.problem(
+                        &format!("{path}.isolation"),
+                        format!("{other:?} is not supported: use \"process\" or \"hyperv\""),
+                    );
+                    None
+                }
+            },
+        };
         let name_path = format!("{path}.name");
         let name = match map.get("name") {
             None => {
@@ -390,6 +560,8 @@ impl Reader {
         Some(RuntimeClass {
             name: name?,
             scheduling,
+            handler,
+            isolation,
         })
     }
 

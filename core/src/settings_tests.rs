@@ -212,9 +212,9 @@ fn unknown_key_in_windows_taint_is_rejected_with_its_path() {
 #[test]
 fn unknown_key_in_runtime_class_is_rejected_with_its_path() {
     one_problem(
-        json!({"runtimeClasses": [{"name": "w", "scheduling": {}, "handler": "runhcs"}]}),
-        "runtimeClasses[0].handler",
-        &["unknown setting"],
+        json!({"runtimeClasses": [{"name": "w", "scheduling": {}, "runtimeHandler": "runhcs"}]}),
+        "runtimeClasses[0].runtimeHandler",
+        &["unknown setting", "name, scheduling, handler, isolation"],
     );
 }
 
@@ -854,4 +854,62 @@ fn settings_error_displays_one_problem_per_line() {
         ],
     };
     assert_eq!(err.to_string(), "a: x\nb: y; use z");
+}
+
+// ---- context-aware settings ----
+
+#[test]
+fn context_settings_default_to_undecided_lookups_and_no_node_check() {
+    let s = ok(json!({}));
+    assert_eq!(s.image_lookup, ImageLookup::Undecided);
+    assert_eq!(s.lookup_failure, LookupFailure::Warn);
+    assert_eq!(s.node_inventory, NodeInventory::Off);
+    assert!(!s.windows_taint_from_nodes);
+    let s = ok(json!({"imageLookup": "always", "lookupFailure": "reject",
+        "nodeInventory": "warn", "windowsTaint": "fromNodes",
+        "windowsBuilds": ["10.0.17763", "10.0.20348"]}));
+    assert_eq!(s.image_lookup, ImageLookup::Always);
+    assert_eq!(s.lookup_failure, LookupFailure::Reject);
+    assert_eq!(s.node_inventory, NodeInventory::Warn);
+    assert!(s.windows_taint_from_nodes && s.windows_taint.is_none());
+    assert_eq!(s.windows_builds.len(), 2);
+}
+
+#[test]
+fn bad_context_settings_name_the_field_and_the_choices() {
+    one_problem(
+        json!({"imageLookup": "sometimes"}),
+        "imageLookup",
+        &["\"off\", \"undecided\" or \"always\""],
+    );
+    one_problem(
+        json!({"lookupFailure": "fail"}),
+        "lookupFailure",
+        &["\"warn\" or \"reject\""],
+    );
+    one_problem(
+        json!({"nodeInventory": true}),
+        "nodeInventory",
+        &["expected a string"],
+    );
+    one_problem(
+        json!({"windowsTaint": "fromnodes"}),
+        "windowsTaint",
+        &["\"fromNodes\""],
+    );
+    one_problem(
+        json!({"windowsBuilds": ["ltsc2022"]}),
+        "windowsBuilds[0]",
+        &["10.0."],
+    );
+    one_problem(
+        json!({"windowsBuilds": ["10.0.20348", "10.0.20348"]}),
+        "windowsBuilds[1]",
+        &["twice"],
+    );
+    one_problem(
+        json!({"runtimeClasses": [{"name": "w", "scheduling": {}, "isolation": "hyper-v"}]}),
+        "runtimeClasses[0].isolation",
+        &["\"process\" or \"hyperv\""],
+    );
 }

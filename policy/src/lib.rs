@@ -3,9 +3,11 @@
 use kubewarden_policy_sdk::metadata::ProtocolVersion;
 use kubewarden_policy_sdk::response::ValidationResponse;
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
-use os_placement_core::{evaluate_request, Decision, Settings};
+use os_placement_core::{evaluate_request_with_facts, needs_request, Decision, Settings};
 use serde_json::Value;
 use wapc_guest::{register_function, CallResult};
+
+pub mod facts;
 
 #[no_mangle]
 pub extern "C" fn wapc_init() {
@@ -48,6 +50,12 @@ pub fn validate(payload: &[u8]) -> CallResult {
 }
 
 pub fn respond(payload: &[u8]) -> ValidationResponse {
+    respond_with(payload, &facts::Wapc)
+}
+
+/// As [`respond`], with facts gathered from `host`: no call at all when
+/// the request needs none.
+pub fn respond_with(payload: &[u8], host: &dyn facts::Host) -> ValidationResponse {
     let payload: Value = match serde_json::from_slice(payload) {
         Ok(v) => v,
         Err(e) => return rejection(format!("validation payload: not valid JSON: {e}")),
@@ -59,7 +67,13 @@ pub fn respond(payload: &[u8]) -> ValidationResponse {
         Ok(s) => s,
         Err(e) => return rejection(format!("invalid policy settings:\n{e}")),
     };
-    to_response(evaluate_request(request, &settings))
+    let needs = needs_request(request, &settings);
+    let facts = if needs.is_empty() {
+        Default::default()
+    } else {
+        facts::gather(&needs, host)
+    };
+    to_response(evaluate_request_with_facts(request, &settings, &facts))
 }
 
 fn to_response(decision: Decision) -> ValidationResponse {

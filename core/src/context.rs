@@ -1,0 +1,71 @@
+//! Completes the settings with facts from the cluster: RuntimeClasses the
+//! settings do not declare, and the Windows taint read from the nodes.
+
+use std::borrow::Cow;
+
+use crate::diagnostics::{Code, Diagnostic};
+use crate::facts::{Facts, NodeFacts, RuntimeClassFacts};
+use crate::inventory::windows_taint;
+use crate::settings::{RuntimeClass, Scheduling, Settings};
+
+/// The settings the rules use for this request, and warnings about facts
+/// that could not be read. The settings' own RuntimeClasses win, as they
+/// did before the cluster was read.
+pub fn complete<'s>(settings: &'s Settings, facts: &Facts) -> (Cow<'s, Settings>, Vec<Diagnostic>) {
+    let mut notes = Vec::new();
+    if *facts == Facts::default() && !settings.windows_taint_from_nodes {
+        return (Cow::Borrowed(settings), notes);
+    }
+    let mut completed = settings.clone();
+    for (name, found) in &facts.runtime_classes {
+        match found {
+            RuntimeClassFacts::Found(rc) if settings.runtime_class(name).is_none() => {
+                completed.runtime_classes.push(RuntimeClass {
+                    name: name.clone(),
+                    scheduling: Scheduling {
+                        node_selector: rc.scheduling.node_selector.clone(),
+                        tolerations: rc.scheduling.tolerations.clone(),
+                    },
+                    handler: Some(rc.handler.clone()),
+                    isolation: rc.isolation,
+                });
+            }
+            RuntimeClassFacts::LookupFailed(error) if settings.runtime_class(name).is_none() => {
+                notes.push(Diagnostic::new(
+                    Code::LookupFailed,
+                    "runtimeClassName",
+                    format!("RuntimeClass {name:?} could not be read from the cluster ({}), so its scheduling is not taken into account", short(error)),
+                    "declare it in the settings' runtimeClasses, or list RuntimeClass in contextAwareResources",
+                ));
+            }
+            _ => {}
+        }
+    }
+    if let Some(NodeFacts::LookupFailed(error)) = &facts.nodes {
+        notes.push(Diagnostic::new(
+            Code::LookupFailed,
+            "nodes",
+            format!(
+                "the cluster's Nodes could not be read ({}), so no node check was made",
+                short(error)
+            ),
+            "list Node in the policy's contextAwareResources",
+        ));
+    }
+    if settings.windows_taint_from_nodes {
+        completed.windows_taint = facts
+            .listed_nodes()
+            .and_then(windows_taint)
+            .map(|t| t.as_taint());
+    }
+    (Cow::Owned(completed), notes)
+}
+
+/// The error text, short enough for a warning line.
+pub(crate) fn short(error: &str) -> String {
+    let mut text: String = error.chars().take(100).collect();
+    if error.chars().count() > 100 {
+        text.push('…');
+    }
+    text
+}

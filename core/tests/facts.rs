@@ -1,0 +1,672 @@
+//! Placement with facts from the registry and the cluster. Each rule has a
+//! case where the fact changes the outcome and one where it must not.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod common;
+
+use common::*;
+use os_placement_core::facts::{
+    ClusterRuntimeClass, ImageFacts, NodeFact, NodeFacts, NodeTaint, Platform, RuntimeClassFacts,
+    SchedulingFacts,
+};
+use os_placement_core::{
+    evaluate_with_facts, needs, Decision, Facts, Needs, Operation, Review, Settings,
+};
+use serde_json::{json, Value};
+
+const PRIVATE: &str = "registry.corp.example/billing/api:4.2";
+
+fn review(object: &Value) -> Review<'_> {
+    Review {
+        kind: object["kind"].as_str().unwrap_or(""),
+        operation: Operation::Create,
+        object,
+        old_object: None,
+    }
+}
+
+fn with(object: &Value, settings: &Settings, facts: &Facts) -> Decision {
+    evaluate_with_facts(&review(object), settings, facts)
+}
+
+fn needs_of(object: &Value, settings: &Settings) -> Needs {
+    needs(&review(object), settings)
+}
+
+fn linux(arch: &str) -> Platform {
+    Platform {
+        os: "linux".into(),
+        os_version: None,
+        architecture: Some(arch.into()),
+    }
+}
+
+fn windows(version: &str) -> Platform {
+    Platform {
+        os: "windows".into(),
+        os_version: Some(version.into()),
+        architecture: Some("amd64".into()),
+    }
+}
+
+fn image(reference: &str, platforms: Vec<Platform>) -> Facts {
+    Facts {
+        images: [(reference.to_string(), ImageFacts::Platforms(platforms))].into(),
+        ..Facts::default()
+    }
+}
+
+fn deployment(spec: Value) -> Value {
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+        "spec": {"selector": {}, "template": {"metadata": {}, "spec": spec}}
+    })
+}
+
+fn selector(d: &Decision, object: &Value) -> Value {
+    result_object(object, d)["spec"]["nodeSelector"].clone()
+}
+
+fn node(name: &str, os: &str, build: Option<&str>, taints: &[(&str, &str, &str)]) -> NodeFact {
+    let mut labels: std::collections::BTreeMap<String, String> =
+        [("kubernetes.io/os".to_string(), os.to_string())].into();
+    if let Some(b) = build {
+        labels.insert("node.kubernetes.io/windows-build".into(), b.into());
+    }
+    NodeFact {
+        name: name.into(),
+        os: Some(os.into()),
+        windows_build: build.map(str::to_string),
+        architecture: Some("amd64".into()),
+        labels,
+        taints: taints
+            .iter()
+            .map(|(k, v, e)| NodeTaint {
+                key: (*k).into(),
+                value: (*v).into(),
+                effect: (*e).into(),
+            })
+            .collect(),
+    }
+}
+
+/// EKS-like: Linux, Windows 2019 and 2022, Windows tainted os=windows.
+fn eks_nodes() -> Vec<NodeFact> {
+    let taint = [("os", "windows", "NoSchedule")];
+    vec![
+        node("linux-a", "linux", None, &[]),
+        node("win-2019", "windows", Some("10.0.17763"), &taint),
+        node("win-2022", "windows", Some("10.0.20348"), &taint),
+    ]
+}
+
+fn nodes_facts(nodes: Vec<NodeFact>) -> Facts {
+    Facts {
+        nodes: Some(NodeFacts::Listed(nodes)),
+        ..Facts::default()
+    }
+}
+
+// ---- no facts: exactly as before ----
+
+#[test]
+fn empty_facts_give_the_same_decision_as_evaluate() {
+    for spec in [
+        spec_with_images(&[WIN2022]),
+        spec_with_images(&[PRIVATE]),
+        spec_with_images(&[LINUX_IMAGE]),
+        spec_with_images(&[WIN2019, LINUX_IMAGE]),
+    ] {
+        let object = pod(spec);
+        assert_eq!(
+            with(&object, &eks(), &Facts::default()),
+            create(&object, &eks())
+        );
+    }
+}
+
+// ---- image index: containerd matches platform.os and os.version ----
+// (containerd pkg/platforms: an index entry runs where os, and for Windows
+// the os.version build, match the host)
+
+#[test]
+fn index_with_only_linux_entries_is_a_linux_signal() {
+    let object = pod(spec_with_images(&[PRIVATE]));
+    let facts = image(PRIVATE, vec![linux("amd64"), linux("arm64")]);
+    let settings = settings(json!({"windowsTaint": null, "defaultOS": "none"}));
+    let d = with(&object, &settings, &facts);
+    assert!(d.accepted);
+    assert_eq!(selector(&d, &object)["kubernetes.io/os"], "linux");
+    // Negative: without the fact, defaultOS none leaves it alone.
+    let d = create(&object, &settings);
+    assert!(d.patch.is_empty());
+}
+
+#[test]
+fn index_with_only_windows_entries_is_windows_with_its_builds() {
+    let object = pod(spec_with_images(&[PRIVATE]));
+    let facts = image(PRIVATE, vec![windows("10.0.20348.2700")]);
+    let d = with(&object, &eks(), &facts);
+    assert!(d.accepted, "{:?}", d.message());
+    let sel = selector(&d, &object);
+    assert_eq!(sel["kubernetes.io/os"], "windows");
+    assert_eq!(sel["node.kubernetes.io/windows-build"], "10.0.20348");
+    assert_idempotent_with(&object, &d, &eks(), &facts);
+    // Negative: a Linux selector on it is a conflict naming the registry.
+    let object = pod(json!({
+        "nodeSelector": {"kubernetes.io/os": "linux"},
+        "containers": [{"name": "c", "image": PRIVATE}]
+    }));
+    let d = with(&object, &eks(), &facts);
+    assert!(!d.accepted);
+    assert!(
+        message(&d).contains("registry: windows/amd64 10.0.20348.2700"),
+        "{}",
+        message(&d)
+    );
+}
+
+fn assert_idempotent_with(object: &Value, d: &Decision, settings: &Settings, facts: &Facts) {
+    let once = result_object(object, d);
+    let again = with(&once, settings, facts);
+    assert!(again.accepted, "{:?}", again.message());
+    assert!(
+        again.patch.is_empty(),
+        "second pass patched: {:?}",
+        again.patch
+    );
+}
+
+#[test]
+fn multi_build_index_gets_required_affinity_on_its_builds() {
+    let object = deployment(spec_with_images(&[PRIVATE]));
+    let facts = image(
+        PRIVATE,
+        vec![windows("10.0.17763.6414"), windows("10.0.20348.2700")],
+    );
+    let d = with(&object, &eks(), &facts);
+    assert!(d.accepted, "{:?}", d.message());
+    let after = result_object(&object, &d);
+    let spec = &after["spec"]["template"]["spec"];
+    assert!(spec["nodeSelector"]
+        .get("node.kubernetes.io/windows-build")
+        .is_none());
+    let terms = &spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        ["nodeSelectorTerms"];
+    assert_eq!(
+        terms[0]["matchExpressions"][0],
+        json!({"key": "node.kubernetes.io/windows-build", "operator": "In",
+               "values": ["10.0.17763", "10.0.20348", "10.0.26100"]})
+    );
+    assert_idempotent_with(&object, &d, &eks(), &facts);
+}
+
+#[test]
+fn build_affinity_is_added_to_every_term_after_the_users_expressions() {
+    // NodeAffinity: terms are ORed, so each term needs the build expression.
+    let user = json!({"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["a"]});
+    let object = pod(json!({
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [user]}, {"matchFields": [
+                {"key": "metadata.name", "operator": "NotIn", "values": ["n1"]}]}]}}},
+        "containers": [{"name": "c", "image": PRIVATE}]
+    }));
+    let facts = image(
+        PRIVATE,
+        vec![windows("10.0.17763.1"), windows("10.0.20348.1")],
+    );
+    let d = with(&object, &eks(), &facts);
+    assert!(d.accepted, "{:?}", d.message());
+    let after = result_object(&object, &d);
+    let terms = &after["spec"]["affinity"]["nodeAffinity"]
+        ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
+    assert_eq!(terms[0]["matchExpressions"][0], user);
+    assert_eq!(
+        terms[0]["matchExpressions"][1]["key"],
+        "node.kubernetes.io/windows-build"
+    );
+    assert_eq!(terms[1]["matchExpressions"][0]["operator"], "In");
+    assert_eq!(terms[1]["matchFields"][0]["key"], "metadata.name");
+    // Validate-only: the same is a violation naming the affinity.
+    let strict = Settings {
+        mutate: false,
+        ..eks()
+    };
+    let d = with(&object, &strict, &facts);
+    assert!(!d.accepted);
+    assert!(message(&d).contains("spec.affinity"), "{}", message(&d));
+}
+
+#[test]
+fn mixed_index_gives_no_os_but_narrows_windows_builds() {
+    // The pause image: Linux and Windows 2019/2022 entries.
+    let pause = "registry.k8s.io/pause:3.10";
+    let facts = image(
+        pause,
+        vec![
+            linux("amd64"),
+            windows("10.0.17763.1"),
+            windows("10.0.20348.1"),
+        ],
+    );
+    // Alone: no OS signal, so defaultOS gives Linux.
+    let object = pod(spec_with_images(&[pause]));
+    let d = with(&object, &aks(), &facts);
+    assert_eq!(selector(&d, &object)["kubernetes.io/os"], "linux");
+    // With a Windows 2025-only selector: no entry runs there... but 2022
+    // images run on 2025 hosts (process isolation, hcsshim), so accepted.
+    let object = pod(json!({
+        "nodeSelector": {"kubernetes.io/os": "windows", "node.kubernetes.io/windows-build": "10.0.26100"},
+        "containers": [{"name": "c", "image": pause}]
+    }));
+    assert!(with(&object, &aks(), &facts).accepted);
+    // Negative: a 2019 pin against an index of only 2022 and Linux is a conflict.
+    let facts = image(pause, vec![linux("amd64"), windows("10.0.20348.1")]);
+    let object = pod(json!({
+        "nodeSelector": {"kubernetes.io/os": "windows", "node.kubernetes.io/windows-build": "10.0.17763"},
+        "containers": [{"name": "c", "image": pause}]
+    }));
+    let d = with(&object, &aks(), &facts);
+    assert!(!d.accepted);
+}
+
+fn aks() -> Settings {
+    settings(json!({}))
+}
+
+#[test]
+fn single_manifest_config_is_read_like_a_one_entry_index() {
+    let facts = image(PRIVATE, vec![windows("10.0.17763.4131")]);
+    let object = pod(spec_with_images(&[PRIVATE]));
+    let d = with(&object, &eks(), &facts);
+    assert_eq!(
+        selector(&d, &object)["node.kubernetes.io/windows-build"],
+        "10.0.17763"
+    );
+    // Negative: a config of an unknown OS says nothing; reference rules apply.
+    let facts = image(
+        PRIVATE,
+        vec![Platform {
+            os: "unknown".into(),
+            os_version: None,
+            architecture: None,
+        }],
+    );
+    assert_eq!(with(&object, &eks(), &facts), create(&object, &eks()));
+}
+
+#[test]
+fn facts_override_a_misleading_reference() {
+    // `myapp:ltsc2022` whose registry says Linux only.
+    let misleading = "registry.corp.example/tools/cli:ltsc2022";
+    let facts = image(misleading, vec![linux("amd64")]);
+    let object = pod(spec_with_images(&[misleading]));
+    let d = with(&object, &eks(), &facts);
+    assert!(d.accepted);
+    assert!(selector(&d, &object)
+        .get("node.kubernetes.io/windows-build")
+        .is_none());
+    // Negative: without facts the reference says Windows 2022.
+    let d = create(&object, &eks());
+    assert_eq!(
+        selector(&d, &object)["node.kubernetes.io/windows-build"],
+        "10.0.20348"
+    );
+}
+
+// ---- failed lookups ----
+
+#[test]
+fn failed_lookup_falls_back_with_a_warning_naming_image_and_error() {
+    let facts = Facts {
+        images: [(
+            WIN2022.to_string(),
+            ImageFacts::LookupFailed("connection refused".into()),
+        )]
+        .into(),
+        ..Facts::default()
+    };
+    let object = pod(spec_with_images(&[WIN2022]));
+    let d = with(&object, &eks(), &facts);
+    let plain = create(&object, &eks());
+    assert!(d.accepted);
+    assert_eq!(d.patch, plain.patch);
+    let lines = d.warning_lines();
+    let warning = lines
+        .iter()
+        .find(|w| w.contains("connection refused"))
+        .unwrap();
+    assert!(warning.contains(WIN2022), "{warning}");
+    assert!(warning.len() < 256);
+    // With lookupFailure: reject, it is a rejection.
+    let strict = settings(json!({
+        "windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"},
+        "lookupFailure": "reject"
+    }));
+    let d = with(&object, &strict, &facts);
+    assert!(!d.accepted);
+    assert!(codes(&d).contains(&"lookup-failed"));
+}
+
+// ---- what to look up ----
+
+#[test]
+fn undecided_looks_up_only_images_whose_reference_decides_nothing() {
+    let object = pod(spec_with_images(&[WIN2022, PRIVATE, PRIVATE]));
+    assert_eq!(needs_of(&object, &eks()).images, vec![PRIVATE.to_string()]);
+    // A pod already pinned to one build: no answer can change placement.
+    let pinned = pod(json!({
+        "nodeSelector": {"kubernetes.io/os": "windows", "node.kubernetes.io/windows-build": "10.0.20348"},
+        "containers": [{"name": "c", "image": PRIVATE}]
+    }));
+    assert!(needs_of(&pinned, &eks()).is_empty());
+    let always = settings(json!({"imageLookup": "always"}));
+    assert_eq!(
+        needs_of(&object, &always).images,
+        vec![WIN2022.to_string(), PRIVATE.to_string()]
+    );
+    let off = settings(json!({"imageLookup": "off"}));
+    assert!(needs_of(&object, &off).is_empty());
+}
+
+#[test]
+fn needs_names_undeclared_runtime_classes_and_the_inventory() {
+    let object =
+        pod(json!({"runtimeClassName": "win-hv", "containers": [{"name": "c", "image": WIN2022}]}));
+    let n = needs_of(&object, &eks());
+    assert_eq!(n.runtime_classes, vec!["win-hv".to_string()]);
+    assert!(!n.nodes);
+    let declared = settings(
+        json!({"runtimeClasses": [{"name": "win-hv", "scheduling": {}}],
+        "nodeInventory": "warn"}),
+    );
+    let n = needs_of(&object, &declared);
+    assert!(n.runtime_classes.is_empty());
+    assert!(n.nodes);
+    // DELETE asks for nothing.
+    let r = Review {
+        operation: Operation::Delete,
+        ..review(&object)
+    };
+    assert!(needs(&r, &declared).is_empty());
+}
+
+// ---- RuntimeClasses from the cluster (RuntimeClass admission merge:
+// kubernetes plugin/pkg/admission/runtimeclass) ----
+
+fn cluster_rc(name: &str, rc: RuntimeClassFacts) -> Facts {
+    Facts {
+        runtime_classes: [(name.to_string(), rc)].into(),
+        ..Facts::default()
+    }
+}
+
+fn win2019_class(handler: &str) -> RuntimeClassFacts {
+    RuntimeClassFacts::Found(ClusterRuntimeClass {
+        handler: handler.into(),
+        scheduling: SchedulingFacts {
+            node_selector: [
+                ("kubernetes.io/os".to_string(), "windows".to_string()),
+                (
+                    "node.kubernetes.io/windows-build".to_string(),
+                    "10.0.17763".to_string(),
+                ),
+            ]
+            .into(),
+            tolerations: vec![serde_json::from_value(eks_toleration()).unwrap()],
+        },
+        isolation: None,
+    })
+}
+
+#[test]
+fn runtime_class_from_the_cluster_places_the_pod() {
+    let object = deployment(json!({"runtimeClassName": "windows-2019",
+        "containers": [{"name": "c", "image": WIN2019}]}));
+    let facts = cluster_rc("windows-2019", win2019_class("runhcs-wcow-process"));
+    let d = with(&object, &eks(), &facts);
+    assert!(d.accepted);
+    assert!(d.patch.is_empty(), "{:?}", d.patch);
+    // Negative: its selector conflicts with the image build.
+    let object = deployment(json!({"runtimeClassName": "windows-2019",
+        "containers": [{"name": "c", "image": WIN2022}]}));
+    let d = with(&object, &eks(), &facts);
+    assert!(!d.accepted);
+    assert!(
+        message(&d).contains("RuntimeClass selects"),
+        "{}",
+        message(&d)
+    );
+}
+
+#[test]
+fn settings_copy_of_a_runtime_class_wins_over_the_cluster() {
+    let object = deployment(json!({"runtimeClassName": "windows-2019",
+        "containers": [{"name": "c", "image": WIN2022}]}));
+    let declared = settings(json!({
+        "windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"},
+        "runtimeClasses": [{"name": "windows-2019", "scheduling": {
+            "nodeSelector": {"kubernetes.io/os": "windows", "node.kubernetes.io/windows-build": "10.0.20348"},
+            "tolerations": [eks_toleration()]}}]}));
+    let facts = cluster_rc("windows-2019", win2019_class("runhcs-wcow-process"));
+    assert!(with(&object, &declared, &facts).accepted);
+}
+
+#[test]
+fn runtime_class_missing_from_the_cluster_is_rejected_with_a_fix() {
+    let object = deployment(json!({"runtimeClassName": "windows-2091",
+        "containers": [{"name": "c", "image": WIN2022}]}));
+    let d = with(
+        &object,
+        &eks(),
+        &cluster_rc("windows-2091", RuntimeClassFacts::Missing),
+    );
+    assert!(!d.accepted);
+    assert_eq!(codes(&d), vec!["runtime-class-missing"]);
+    assert!(message(&d).contains("spec.template.spec.runtimeClassName"));
+    // A failed lookup is no proof it is missing: warn and go on.
+    let d = with(
+        &object,
+        &eks(),
+        &cluster_rc(
+            "windows-2091",
+            RuntimeClassFacts::LookupFailed("forbidden".into()),
+        ),
+    );
+    assert!(d.accepted);
+    assert!(d.warning_lines().iter().any(|w| w.contains("forbidden")));
+}
+
+// ---- Hyper-V isolation: newer hosts run older images (Microsoft
+// version-compatibility; Kubernetes documents Hyper-V isolation as
+// experimental) ----
+
+#[test]
+fn hyperv_runtime_class_allows_newer_builds_and_no_exact_pin() {
+    let object = pod(json!({"runtimeClassName": "win-hv",
+        "containers": [{"name": "c", "image": WIN2019}]}));
+    let hv = RuntimeClassFacts::Found(ClusterRuntimeClass {
+        handler: "runhcs-wcow-hypervisor".into(),
+        scheduling: SchedulingFacts {
+            node_selector: [("kubernetes.io/os".to_string(), "windows".to_string())].into(),
+            tolerations: vec![serde_json::from_value(eks_toleration()).unwrap()],
+        },
+        isolation: None,
+    });
+    let facts = cluster_rc("win-hv", hv.clone());
+    let d = with(&object, &eks(), &facts);
+    assert!(d.accepted, "{:?}", d.message());
+    assert!(selector(&d, &object)
+        .get("node.kubernetes.io/windows-build")
+        .is_none());
+    // A 2022 node runs it: no conflict with a 2022 selector.
+    let on_2022 = pod(json!({"runtimeClassName": "win-hv",
+        "nodeSelector": {"node.kubernetes.io/windows-build": "10.0.20348"},
+        "containers": [{"name": "c", "image": WIN2019}]}));
+    assert!(with(&on_2022, &eks(), &facts).accepted);
+    // Negative: an older host is still a conflict, and process isolation
+    // keeps the exact build.
+    let older = pod(json!({"runtimeClassName": "win-hv",
+        "nodeSelector": {"node.kubernetes.io/windows-build": "10.0.17763"},
+        "containers": [{"name": "c", "image": WIN2022}]}));
+    assert!(!with(&older, &eks(), &facts).accepted);
+    let process = cluster_rc("win-hv", win2019_class("runhcs-wcow-process"));
+    let d = with(&on_2022, &eks(), &process);
+    assert!(!d.accepted);
+}
+
+#[test]
+fn hyperv_pin_is_chosen_among_newer_builds_the_nodes_run() {
+    let declared = settings(json!({
+        "windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"},
+        "runtimeClasses": [{"name": "win-hv", "isolation": "hyperv", "scheduling": {
+            "nodeSelector": {"kubernetes.io/os": "windows"}, "tolerations": [eks_toleration()]}}],
+        "windowsBuilds": ["10.0.14393", "10.0.20348"]
+    }));
+    let object = pod(json!({"runtimeClassName": "win-hv",
+        "containers": [{"name": "c", "image": WIN2019}]}));
+    let d = with(&object, &declared, &Facts::default());
+    assert_eq!(
+        selector(&d, &object)["node.kubernetes.io/windows-build"],
+        "10.0.20348"
+    );
+}
+
+// ---- node inventory (scheduler NodeAffinity and TaintToleration filters) ----
+
+#[test]
+fn pod_no_node_can_run_is_rejected_naming_the_builds() {
+    let reject = settings(json!({
+        "windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"},
+        "nodeInventory": "reject"}));
+    let win2025 = "mcr.microsoft.com/windows/servercore:ltsc2025";
+    let object = pod(spec_with_images(&[win2025]));
+    let d = with(&object, &reject, &nodes_facts(eks_nodes()));
+    assert!(!d.accepted);
+    assert_eq!(codes(&d), vec!["no-node"]);
+    assert!(
+        message(&d)
+            .contains("no node runs Windows build 10.0.26100; nodes run 10.0.17763, 10.0.20348"),
+        "{}",
+        message(&d)
+    );
+    // warn: admitted with the same finding.
+    let warn = settings(json!({
+        "windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"},
+        "nodeInventory": "warn"}));
+    let d = with(&object, &warn, &nodes_facts(eks_nodes()));
+    assert!(d.accepted);
+    assert!(d.warning_lines().iter().any(|w| w.contains("10.0.26100")));
+    // Negative: a 2022 image runs on win-2022.
+    let object = pod(spec_with_images(&[WIN2022]));
+    assert!(with(&object, &reject, &nodes_facts(eks_nodes())).accepted);
+}
+
+#[test]
+fn untolerated_node_taint_is_named() {
+    let reject = settings(json!({"nodeInventory": "reject"}));
+    let object = pod(spec_with_images(&[WIN2022]));
+    let d = with(&object, &reject, &nodes_facts(eks_nodes()));
+    assert!(!d.accepted);
+    assert!(
+        message(&d).contains("os=windows:NoSchedule"),
+        "{}",
+        message(&d)
+    );
+}
+
+#[test]
+fn pin_is_chosen_among_builds_that_exist() {
+    // Windows 2019 and 2025 nodes: a 2022 image runs only on 2025 hosts.
+    let nodes = vec![
+        node("linux-a", "linux", None, &[]),
+        node("win-2019", "windows", Some("10.0.17763"), &[]),
+        node("win-2025", "windows", Some("10.0.26100"), &[]),
+    ];
+    let object = pod(spec_with_images(&[WIN2022]));
+    let d = with(&object, &aks(), &nodes_facts(nodes));
+    assert_eq!(
+        selector(&d, &object)["node.kubernetes.io/windows-build"],
+        "10.0.26100"
+    );
+    // With 2019 and 2022 nodes, the image's own build.
+    let d = with(&object, &aks(), &nodes_facts(eks_nodes()));
+    assert_eq!(
+        selector(&d, &object)["node.kubernetes.io/windows-build"],
+        "10.0.20348"
+    );
+    // Negative: every Windows node runs it (only 2025 nodes): no pin.
+    let only_2025 = vec![node("win-2025", "windows", Some("10.0.26100"), &[])];
+    let d = with(&object, &aks(), &nodes_facts(only_2025));
+    assert!(selector(&d, &object)
+        .get("node.kubernetes.io/windows-build")
+        .is_none());
+}
+
+#[test]
+fn no_pin_when_every_node_build_runs_the_image() {
+    let pause = "registry.k8s.io/pause:3.10";
+    let facts = Facts {
+        images: [(
+            pause.to_string(),
+            ImageFacts::Platforms(vec![windows("10.0.17763.1"), windows("10.0.20348.1")]),
+        )]
+        .into(),
+        nodes: Some(NodeFacts::Listed(eks_nodes())),
+        ..Facts::default()
+    };
+    let object = pod(spec_with_images(&[pause]));
+    let d = with(&object, &eks(), &facts);
+    assert!(d.accepted);
+    let sel = selector(&d, &object);
+    assert_eq!(sel["kubernetes.io/os"], "windows");
+    assert!(sel.get("node.kubernetes.io/windows-build").is_none());
+    assert!(result_object(&object, &d)["spec"].get("affinity").is_none());
+}
+
+#[test]
+fn windows_taint_from_nodes() {
+    let from_nodes = settings(json!({"windowsTaint": "fromNodes"}));
+    let object = pod(spec_with_images(&[WIN2022]));
+    let d = with(&object, &from_nodes, &nodes_facts(eks_nodes()));
+    let after = result_object(&object, &d);
+    assert_eq!(after["spec"]["tolerations"][0], eks_toleration());
+    // Untainted Windows nodes (AKS): no toleration added.
+    let aks_nodes = vec![
+        node("linux-a", "linux", None, &[]),
+        node("win-2022", "windows", Some("10.0.20348"), &[]),
+    ];
+    let d = with(&object, &from_nodes, &nodes_facts(aks_nodes));
+    assert!(result_object(&object, &d)["spec"]
+        .get("tolerations")
+        .is_none());
+    // Nodes unreadable: a warning says so.
+    let failed = Facts {
+        nodes: Some(NodeFacts::LookupFailed("forbidden".into())),
+        ..Facts::default()
+    };
+    let d = with(&object, &from_nodes, &failed);
+    assert!(d.warning_lines().iter().any(|w| w.contains("forbidden")));
+}
+
+#[test]
+fn facts_round_trip_through_json() {
+    let facts = Facts {
+        images: [(
+            PRIVATE.to_string(),
+            ImageFacts::Platforms(vec![windows("10.0.20348.1")]),
+        )]
+        .into(),
+        runtime_classes: [("x".to_string(), RuntimeClassFacts::Missing)].into(),
+        nodes: Some(NodeFacts::Listed(eks_nodes())),
+    };
+    let text = serde_json::to_string(&facts).unwrap();
+    assert!(text.contains("\"osVersion\":\"10.0.20348.1\""), "{text}");
+    let back: Facts = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, facts);
+}

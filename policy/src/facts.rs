@@ -1,0 +1,433 @@
+//! Context-aware facts: what the policy asks Kubewarden's host for, and when.
+//!
+//! Contract with the host (waPC `host_call(binding, namespace, operation, payload)`,
+//! binding always `"kubewarden"`). The core decides what is needed
+//! (`os_placement_core::facts::needs`); nothing is asked for DELETE/CONNECT,
+//! kinds without a pod template, or when the needs are empty.
+//!
+//! | namespace / operation | when | payload | answer read |
+//! |---|---|---|---|
+//! | `oci` / `v1/oci_manifest` | per distinct image reference of the pod (containers, init, ephemeral), `imageLookup: undecided` (default): only references the name rules leave undecided, and only while the pod's OS or (with `pinWindowsBuild`) its Windows build is still open; `always`: every image; `off`: never | the reference as a JSON string, e.g. `"registry.corp/app/billing:4.2"` | an image index (`manifests[].platform.{os, os.version, architecture}`; OCI or Docker manifest list) or an image manifest (has `config`, no `manifests`) |
+//! | `oci` / `v1/oci_manifest_config` | only after `v1/oci_manifest` answered an image manifest | the same JSON string | `{"manifest", "digest", "config"}`: `config.os`, `config["os.version"]`, `config.architecture` |
+//! | `kubernetes` / `get_resource` | once per `spec.runtimeClassName` not declared in settings `runtimeClasses` | `{"api_version":"node.k8s.io/v1","kind":"RuntimeClass","name":N,"namespace":null,"disable_cache":false,"field_masks":null}` | the RuntimeClass: `handler`, `scheduling.nodeSelector`, `scheduling.tolerations`. An error whose text contains `not found` (any case) or `NotFound` means the class does not exist |
+//! | `kubernetes` / `list_resources_all` | at most once per request, when `nodeInventory` is `warn`/`reject` or `windowsTaint: fromNodes` | `{"api_version":"v1","kind":"Node","label_selector":null,"field_selector":null,"field_masks":["metadata.name","metadata.labels","spec.taints","status.nodeInfo.operatingSystem","status.nodeInfo.architecture","status.nodeInfo.kernelVersion"]}` | a List `{"items":[Node...]}`: OS from `kubernetes.io/os` label else `nodeInfo.operatingSystem`; build from `node.kubernetes.io/windows-build` label else the first three parts of `nodeInfo.kernelVersion` |
+//!
+//! A host call that fails, or an answer that does not parse, never traps: it
+//! becomes a lookup failure in the facts, and the core falls back to the
+//! rules of the references and settings with a warning naming the image (or
+//! class, or Nodes) and the error (`lookupFailure: reject` makes an image
+//! lookup failure a rejection).
+
+use std::collections::BTreeMap;
+
+use os_placement_core::facts::{
+    ClusterRuntimeClass, ImageFacts, NodeFact, NodeFacts, NodeTaint, Platform, RuntimeClassFacts,
+    SchedulingFacts,
+};
+use os_placement_core::{Facts, Needs};
+use serde_json::{json, Value};
+
+/// Answers host calls; the module uses waPC, tests a fake.
+pub trait Host {
+    /// `host_call("kubewarden", namespace, operation, payload)`.
+    fn call(&self, namespace: &str, operation: &str, payload: &[u8]) -> Result<Vec<u8>, String>;
+}
+
+/// The Kubewarden host through waPC.
+pub struct Wapc;
+
+impl Host for Wapc {
+    #[cfg(target_arch = "wasm32")]
+    fn call(&self, namespace: &str, operation: &str, payload: &[u8]) -> Result<Vec<u8>, String> {
+        wapc_guest::host_call("kubewarden", namespace, operation, payload)
+            .map_err(|e| e.to_string())
+    }
+
+    #[cfg(not(target_arch = "wasm32"))]
+    fn call(&self, namespace: &str, operation: &str, _payload: &[u8]) -> Result<Vec<u8>, String> {
+        Err(format!(
+            "{namespace}/{operation}: host capabilities exist only inside the policy server"
+        ))
+    }
+}
+
+/// Asks the host for everything `needs` lists: one call per image (two for
+/// a single image manifest), one per RuntimeClass, one Node list.
+pub fn gather(needs: &Needs, host: &dyn Host) -> Facts {
+    let images = needs
+        .images
+        .iter()
+        .map(|image| (image.clone(), image_facts(image, host)))
+        .collect();
+    let runtime_classes = needs
+        .runtime_classes
+        .iter()
+        .map(|name| (name.clone(), runtime_class(name, host)))
+        .collect();
+    let nodes = needs.nodes.then(|| nodes(host));
+    Facts {
+        images,
+        runtime_classes,
+        nodes,
+    }
+}
+
+fn call_json(
+    host: &dyn Host,
+    namespace: &str,
+    operation: &str,
+    payload: &Value,
+) -> Result<Value, String> {
+    let body = serde_json::to_vec(payload).map_err(|e| e.to_string())?;
+    let answer = host.call(namespace, operation, &body)?;
+    serde_json::from_slice(&answer)
+        .map_err(|e| format!("{namespace}/{operation}: answer is not JSON: {e}"))
+}
+
+fn image_facts(image: &str, host: &dyn Host) -> ImageFacts {
+    match image_platforms(image, host) {
+        Ok(platforms) => ImageFacts::Platforms(platforms),
+        Err(e) => ImageFacts::LookupFailed(e),
+    }
+}
+
+fn image_platforms(image: &str, host: &dyn Host) -> Result<Vec<Platform>, String> {
+    let manifest = call_json(host, "oci", "v1/oci_manifest", &json!(image))?;
+    if let Some(entries) = manifest.get("manifests").and_then(Value::as_array) {
+        // An OCI image index or a Docker manifest list.
+        return Ok(entries
+            .iter()
+            .filter_map(|e| platform(e.get("platform")?))
+            .collect());
+    }
+    if manifest.get("config").is_none() {
+        return Err("the registry answered neither an image index nor an image manifest".into());
+    }
+    let answer = call_json(host, "oci", "v1/oci_manifest_config", &json!(image))?;
+    let config = answer
+        .get("config")
+        .ok_or("the manifest config answer has no config")?;
+    platform(config)
+        .map(|p| vec![p])
+        .ok_or_else(|| "the image config names no os".to_string())
+}
+
+/// `{os, os.version, architecture}` of an index entry's platform or a config.
+fn platform(value: &Value) -> Option<Platform> {
+    let text = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_string);
+    Some(Platform {
+        os: text("os")?,
+        os_version: text("os.version"),
+        architecture: text("architecture"),
+    })
+}
+
+fn runtime_class(name: &str, host: &dyn Host) -> RuntimeClassFacts {
+    let request = json!({
+        "api_version": "node.k8s.io/v1",
+        "kind": "RuntimeClass",
+        "name": name,
+        "namespace": null,
+        "disable_cache": false,
+        "field_masks": null,
+    });
+    match call_json(host, "kubernetes", "get_resource", &request) {
+        Ok(rc) => RuntimeClassFacts::Found(ClusterRuntimeClass {
+            handler: rc
+                .get("handler")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            scheduling: rc
+                .get("scheduling")
+                .filter(|s| !s.is_null())
+                .and_then(|s| serde_json::from_value::<SchedulingFacts>(s.clone()).ok())
+                .unwrap_or_default(),
+            isolation: None,
+        }),
+        Err(e) if is_not_found(&e) => RuntimeClassFacts::Missing,
+        Err(e) => RuntimeClassFacts::LookupFailed(e),
+    }
+}
+
+/// The Kubernetes API's 404, as the host passes it on.
+fn is_not_found(error: &str) -> bool {
+    error.to_ascii_lowercase().contains("not found") || error.contains("NotFound")
+}
+
+/// The fields of a Node the rules read (the host prunes the rest).
+pub const NODE_FIELD_MASKS: [&str; 6] = [
+    "metadata.name",
+    "metadata.labels",
+    "spec.taints",
+    "status.nodeInfo.operatingSystem",
+    "status.nodeInfo.architecture",
+    "status.nodeInfo.kernelVersion",
+];
+
+fn nodes(host: &dyn Host) -> NodeFacts {
+    let request = json!({
+        "api_version": "v1",
+        "kind": "Node",
+        "label_selector": null,
+        "field_selector": null,
+        "field_masks": NODE_FIELD_MASKS,
+    });
+    match call_json(host, "kubernetes", "list_resources_all", &request) {
+        Ok(list) => match list.get("items").and_then(Value::as_array) {
+            Some(items) => NodeFacts::Listed(items.iter().map(node).collect()),
+            None => NodeFacts::LookupFailed("the Node list has no items".into()),
+        },
+        Err(e) => NodeFacts::LookupFailed(e),
+    }
+}
+
+fn node(item: &Value) -> NodeFact {
+    let text = |pointer: &str| {
+        item.pointer(pointer)
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    let labels: BTreeMap<String, String> = item
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default();
+    let os = labels
+        .get("kubernetes.io/os")
+        .cloned()
+        .or_else(|| text("/status/nodeInfo/operatingSystem"));
+    // A Windows kernel version is the build with a revision: 10.0.20348.2700.
+    let windows_build = labels
+        .get("node.kubernetes.io/windows-build")
+        .cloned()
+        .or_else(|| {
+            let kernel = text("/status/nodeInfo/kernelVersion")?;
+            let parts: Vec<&str> = kernel.split('.').take(3).collect();
+            (os.as_deref() == Some("windows") && parts.len() == 3).then(|| parts.join("."))
+        });
+    let taints = item
+        .pointer("/spec/taints")
+        .and_then(Value::as_array)
+        .map(|ts| {
+            ts.iter()
+                .filter_map(|t| serde_json::from_value::<NodeTaint>(t.clone()).ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    NodeFact {
+        name: text("/metadata/name").unwrap_or_default(),
+        architecture: labels
+            .get("kubernetes.io/arch")
+            .cloned()
+            .or_else(|| text("/status/nodeInfo/architecture")),
+        os,
+        windows_build,
+        labels,
+        taints,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
+mod tests {
+    use std::cell::RefCell;
+
+    use super::*;
+
+    /// Answers from a table of (namespace/operation, payload) → answer, and
+    /// records every call.
+    #[derive(Default)]
+    struct Fake {
+        answers: Vec<(String, Value, Result<Value, String>)>,
+        calls: RefCell<Vec<(String, Value)>>,
+    }
+
+    impl Fake {
+        fn answer(mut self, op: &str, payload: Value, answer: Result<Value, &str>) -> Self {
+            self.answers
+                .push((op.into(), payload, answer.map_err(str::to_string)));
+            self
+        }
+    }
+
+    impl Host for Fake {
+        fn call(
+            &self,
+            namespace: &str,
+            operation: &str,
+            payload: &[u8],
+        ) -> Result<Vec<u8>, String> {
+            let op = format!("{namespace}/{operation}");
+            let payload: Value = serde_json::from_slice(payload).unwrap();
+            self.calls.borrow_mut().push((op.clone(), payload.clone()));
+            let (_, _, answer) = self
+                .answers
+                .iter()
+                .find(|(o, p, _)| *o == op && *p == payload)
+                .ok_or_else(|| format!("{op}: no answer"))?;
+            answer.clone().map(|v| serde_json::to_vec(&v).unwrap())
+        }
+    }
+
+    fn needs_images(images: &[&str]) -> Needs {
+        Needs {
+            images: images.iter().map(|s| s.to_string()).collect(),
+            ..Needs::default()
+        }
+    }
+
+    #[test]
+    fn an_index_gives_one_platform_per_entry_and_skips_attestations() {
+        let index = json!({"mediaType": "application/vnd.oci.image.index.v1+json", "manifests": [
+            {"digest": "sha256:a", "platform": {"os": "linux", "architecture": "amd64"}},
+            {"digest": "sha256:b", "platform": {"os": "windows", "architecture": "amd64", "os.version": "10.0.20348.2700"}},
+            {"digest": "sha256:c", "annotations": {"vnd.docker.reference.type": "attestation-manifest"}}
+        ]});
+        let host = Fake::default().answer("oci/v1/oci_manifest", json!("app:1"), Ok(index));
+        let facts = gather(&needs_images(&["app:1"]), &host);
+        let ImageFacts::Platforms(p) = &facts.images["app:1"] else {
+            panic!("{facts:?}")
+        };
+        assert_eq!(p.len(), 2);
+        assert_eq!(p[1].os_version.as_deref(), Some("10.0.20348.2700"));
+        assert_eq!(host.calls.borrow().len(), 1);
+    }
+
+    #[test]
+    fn a_single_manifest_reads_its_config() {
+        let manifest = json!({"schemaVersion": 2, "config": {"digest": "sha256:c"}, "layers": []});
+        let config = json!({"manifest": manifest, "digest": "sha256:m",
+            "config": {"os": "windows", "os.version": "10.0.17763.6414", "architecture": "amd64"}});
+        let host = Fake::default()
+            .answer("oci/v1/oci_manifest", json!("w:1"), Ok(manifest.clone()))
+            .answer("oci/v1/oci_manifest_config", json!("w:1"), Ok(config));
+        let facts = gather(&needs_images(&["w:1"]), &host);
+        assert_eq!(
+            facts.images["w:1"],
+            ImageFacts::Platforms(vec![Platform {
+                os: "windows".into(),
+                os_version: Some("10.0.17763.6414".into()),
+                architecture: Some("amd64".into()),
+            }])
+        );
+    }
+
+    #[test]
+    fn a_failed_call_or_an_odd_answer_is_a_lookup_failure() {
+        let host = Fake::default()
+            .answer(
+                "oci/v1/oci_manifest",
+                json!("down:1"),
+                Err("connection refused"),
+            )
+            .answer(
+                "oci/v1/oci_manifest",
+                json!("odd:1"),
+                Ok(json!({"errors": []})),
+            );
+        let facts = gather(&needs_images(&["down:1", "odd:1"]), &host);
+        assert_eq!(
+            facts.images["down:1"],
+            ImageFacts::LookupFailed("connection refused".into())
+        );
+        assert!(matches!(facts.images["odd:1"], ImageFacts::LookupFailed(_)));
+    }
+
+    #[test]
+    fn runtime_classes_found_missing_or_failed() {
+        let request = |name: &str| {
+            json!({"api_version": "node.k8s.io/v1", "kind": "RuntimeClass", "name": name,
+                   "namespace": null, "disable_cache": false, "field_masks": null})
+        };
+        let rc = json!({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "handler": "runhcs-wcow-hypervisor",
+            "scheduling": {"nodeSelector": {"kubernetes.io/os": "windows"},
+                           "tolerations": [{"key": "os", "operator": "Equal", "value": "windows", "effect": "NoSchedule"}]}});
+        let host = Fake::default()
+            .answer("kubernetes/get_resource", request("hv"), Ok(rc))
+            .answer(
+                "kubernetes/get_resource",
+                request("gone"),
+                Err("runtimeclasses.node.k8s.io \"gone\" not found"),
+            )
+            .answer(
+                "kubernetes/get_resource",
+                request("denied"),
+                Err("forbidden"),
+            );
+        let needs = Needs {
+            runtime_classes: vec!["hv".into(), "gone".into(), "denied".into()],
+            ..Needs::default()
+        };
+        let facts = gather(&needs, &host);
+        let RuntimeClassFacts::Found(hv) = &facts.runtime_classes["hv"] else {
+            panic!("{facts:?}")
+        };
+        assert_eq!(hv.handler, "runhcs-wcow-hypervisor");
+        assert_eq!(hv.scheduling.tolerations.len(), 1);
+        assert_eq!(facts.runtime_classes["gone"], RuntimeClassFacts::Missing);
+        assert_eq!(
+            facts.runtime_classes["denied"],
+            RuntimeClassFacts::LookupFailed("forbidden".into())
+        );
+    }
+
+    #[test]
+    fn nodes_are_listed_with_masks_and_read_narrowly() {
+        let request = json!({"api_version": "v1", "kind": "Node", "label_selector": null,
+            "field_selector": null, "field_masks": NODE_FIELD_MASKS});
+        let list = json!({"items": [
+            {"metadata": {"name": "w1", "labels": {"kubernetes.io/os": "windows"}},
+             "spec": {"taints": [{"key": "os", "value": "windows", "effect": "NoSchedule"}]},
+             "status": {"nodeInfo": {"operatingSystem": "windows", "architecture": "amd64", "kernelVersion": "10.0.20348.2700"}}},
+            {"metadata": {"name": "l1", "labels": {"kubernetes.io/os": "linux"}},
+             "status": {"nodeInfo": {"operatingSystem": "linux", "kernelVersion": "6.1.0-1.2.3"}}}
+        ]});
+        let host = Fake::default().answer("kubernetes/list_resources_all", request, Ok(list));
+        let facts = gather(
+            &Needs {
+                nodes: true,
+                ..Needs::default()
+            },
+            &host,
+        );
+        let nodes = facts.listed_nodes().unwrap();
+        assert_eq!(nodes[0].windows_build.as_deref(), Some("10.0.20348"));
+        assert_eq!(nodes[0].taints[0].effect, "NoSchedule");
+        assert_eq!(nodes[1].windows_build, None);
+        let host = Fake::default();
+        let facts = gather(
+            &Needs {
+                nodes: true,
+                ..Needs::default()
+            },
+            &host,
+        );
+        assert!(matches!(facts.nodes, Some(NodeFacts::LookupFailed(_))));
+    }
+
+    #[test]
+    fn no_host_call_when_nothing_is_needed() {
+        let host = Fake::default();
+        let payload = json!({"settings": {"imageLookup": "off"}, "request": {
+            "operation": "CREATE", "kind": {"kind": "Pod"},
+            "object": {"kind": "Pod", "spec": {"containers": [{"name": "c", "image": "registry.corp.example/a:1"}]}}}});
+        let response = crate::respond_with(&serde_json::to_vec(&payload).unwrap(), &host);
+        assert!(response.accepted);
+        assert!(host.calls.borrow().is_empty());
+        // Negative: with the default undecided, the one image is asked for once.
+        let payload = json!({"settings": {}, "request": {
+            "operation": "CREATE", "kind": {"kind": "Pod"},
+            "object": {"kind": "Pod", "spec": {"containers": [
+                {"name": "c", "image": "registry.corp.example/a:1"},
+                {"name": "d", "image": "registry.corp.example/a:1"}]}}}});
+        let response = crate::respond_with(&serde_json::to_vec(&payload).unwrap(), &host);
+        assert!(response.accepted);
+        assert_eq!(host.calls.borrow().len(), 1);
+        assert!(response.warnings.unwrap()[0].contains("registry.corp.example/a:1"));
+    }
+}
