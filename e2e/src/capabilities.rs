@@ -40,6 +40,8 @@ pub struct HostCall {
 pub struct ContextHost {
     registries: Option<Registries>,
     cluster: Option<Cluster>,
+    /// `hostCapabilities` of the policy: `None` grants every capability.
+    granted: Option<BTreeSet<String>>,
     log: Mutex<Vec<HostCall>>,
 }
 
@@ -61,6 +63,23 @@ impl ContextHost {
     pub fn with_cluster(mut self, cluster: Cluster) -> Self {
         self.cluster = Some(cluster);
         self
+    }
+
+    /// Only these capabilities (`namespace/operation`, `namespace/*` or `*`)
+    /// may be called, as a policy's `hostCapabilities` limits it in
+    /// policy-server (deny by default there; here only once this is set).
+    #[must_use]
+    pub fn granting(mut self, capabilities: &[&str]) -> Self {
+        self.granted = Some(capabilities.iter().map(|c| (*c).to_owned()).collect());
+        self
+    }
+
+    fn grants(&self, namespace: &str, operation: &str) -> bool {
+        self.granted.as_ref().is_none_or(|granted| {
+            granted.contains("*")
+                || granted.contains(&format!("{namespace}/*"))
+                || granted.contains(&format!("{namespace}/{operation}"))
+        })
     }
 
     /// The calls made so far, in order.
@@ -161,6 +180,11 @@ impl HostCalls for ContextHost {
         self.record(namespace, operation, payload);
         if binding != "kubewarden" {
             return Err(format!("unknown binding: {binding}"));
+        }
+        if namespace != "tracing" && !self.grants(namespace, operation) {
+            return Err(format!(
+                "Policy has not been granted access to the '{namespace}/{operation}' host capability. The violation has been reported."
+            ));
         }
         match namespace {
             "oci" => self.oci(operation, payload),
@@ -613,6 +637,40 @@ mod tests {
         );
         assert!(call(
             &host,
+            "kubernetes",
+            "list_resources_all",
+            json!({"api_version": "v1", "kind": "Node"})
+        )
+        .is_ok());
+    }
+
+    #[test]
+    fn capabilities_outside_host_capabilities_are_refused() {
+        let host = ContextHost::new()
+            .with_cluster(cluster())
+            .granting(&["kubernetes/get_resource", "oci/*"]);
+        let err = call(
+            &host,
+            "kubernetes",
+            "list_resources_all",
+            json!({"api_version": "v1", "kind": "Node"}),
+        )
+        .unwrap_err();
+        assert_eq!(err, "Policy has not been granted access to the 'kubernetes/list_resources_all' host capability. The violation has been reported.");
+        assert!(call(
+            &host,
+            "kubernetes",
+            "get_resource",
+            json!({"api_version": "node.k8s.io/v1",
+            "kind": "RuntimeClass", "name": "win", "disable_cache": false})
+        )
+        .is_ok());
+        // Granted, but no registry: the call itself fails, not the grant.
+        let err = call(&host, "oci", "v1/oci_manifest", json!("a/b:1")).unwrap_err();
+        assert!(err.contains("no registry"), "{err}");
+        let all = ContextHost::new().with_cluster(cluster()).granting(&["*"]);
+        assert!(call(
+            &all,
             "kubernetes",
             "list_resources_all",
             json!({"api_version": "v1", "kind": "Node"})

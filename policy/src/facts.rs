@@ -9,7 +9,7 @@
 //! |---|---|---|---|
 //! | `oci` / `v1/oci_manifest` | per distinct image reference of the pod (containers, init, ephemeral), `imageLookup: undecided` (default): only references the name rules leave undecided, and only while the pod's OS or (with `pinWindowsBuild`) its Windows build is still open; `always`: every image; `off`: never | the reference as a JSON string, e.g. `"registry.corp/app/billing:4.2"` | an image index (`manifests[].platform.{os, os.version, architecture}`; OCI or Docker manifest list) or an image manifest (has `config`, no `manifests`) |
 //! | `oci` / `v1/oci_manifest_config` | only after `v1/oci_manifest` answered an image manifest | the same JSON string | `{"manifest", "digest", "config"}`: `config.os`, `config["os.version"]`, `config.architecture` |
-//! | `kubernetes` / `get_resource` | once per `spec.runtimeClassName` not declared in settings `runtimeClasses` | `{"api_version":"node.k8s.io/v1","kind":"RuntimeClass","name":N,"namespace":null,"disable_cache":false,"field_masks":null}` | the RuntimeClass: `handler`, `scheduling.nodeSelector`, `scheduling.tolerations`. An error whose text contains `not found` (any case) or `NotFound` means the class does not exist |
+//! | `kubernetes` / `get_resource` | once per `spec.runtimeClassName` not declared in settings `runtimeClasses` | `{"api_version":"node.k8s.io/v1","kind":"RuntimeClass","name":N,"namespace":null,"disable_cache":false,"field_masks":null}` | the RuntimeClass: `handler`, `scheduling.nodeSelector`, `scheduling.tolerations`. An error whose text contains `not found` (any case), `NotFound`, or policy-server's `Cannot find <apiVersion>/<Kind> named '<name>'` means the class does not exist |
 //! | `kubernetes` / `list_resources_all` | at most once per request, when `nodeInventory` is `warn`/`reject` or `windowsTaint: fromNodes` | `{"api_version":"v1","kind":"Node","label_selector":null,"field_selector":null,"field_masks":["metadata.name","metadata.labels","spec.taints","status.nodeInfo.operatingSystem","status.nodeInfo.architecture","status.nodeInfo.kernelVersion"]}` | a List `{"items":[Node...]}`: OS from `kubernetes.io/os` label else `nodeInfo.operatingSystem`; build from `node.kubernetes.io/windows-build` label else the first three parts of `nodeInfo.kernelVersion` |
 //!
 //! A host call that fails, or an answer that does not parse, never traps: it
@@ -150,9 +150,13 @@ fn runtime_class(name: &str, host: &dyn Host) -> RuntimeClassFacts {
     }
 }
 
-/// The Kubernetes API's 404, as the host passes it on.
+/// The Kubernetes API's 404, as the host passes it on; policy-server words
+/// it `Cannot find {api_version}/{kind} named '{name}' ...` (policy-evaluator
+/// `callback_handler/kubernetes/client.rs`, `get_resource`).
 fn is_not_found(error: &str) -> bool {
-    error.to_ascii_lowercase().contains("not found") || error.contains("NotFound")
+    error.to_ascii_lowercase().contains("not found")
+        || error.contains("NotFound")
+        || (error.contains("Cannot find ") && error.contains(" named '"))
 }
 
 /// The fields of a Node the rules read (the host prunes the rest).
@@ -356,11 +360,16 @@ mod tests {
             )
             .answer(
                 "kubernetes/get_resource",
+                request("absent"),
+                Err("Callback evaluation failure: Cannot find node.k8s.io/v1/RuntimeClass named 'absent' inside of namespace 'None'"),
+            )
+            .answer(
+                "kubernetes/get_resource",
                 request("denied"),
                 Err("forbidden"),
             );
         let needs = Needs {
-            runtime_classes: vec!["hv".into(), "gone".into(), "denied".into()],
+            runtime_classes: vec!["hv".into(), "gone".into(), "absent".into(), "denied".into()],
             ..Needs::default()
         };
         let facts = gather(&needs, &host);
@@ -370,6 +379,7 @@ mod tests {
         assert_eq!(hv.handler, "runhcs-wcow-hypervisor");
         assert_eq!(hv.scheduling.tolerations.len(), 1);
         assert_eq!(facts.runtime_classes["gone"], RuntimeClassFacts::Missing);
+        assert_eq!(facts.runtime_classes["absent"], RuntimeClassFacts::Missing);
         assert_eq!(
             facts.runtime_classes["denied"],
             RuntimeClassFacts::LookupFailed("forbidden".into())

@@ -8,6 +8,8 @@
 //! A missing registry server or policy-server fails under CI and prints
 //! `SKIPPED: ...` elsewhere (see `os_placement_e2e::external`).
 
+mod evaluation;
 mod host_calls;
-
+mod policy;
+mod policy_server;
 mod support;

@@ -1,0 +1,71 @@
+//! Evaluation through the built module with the host calls of a test.
+
+use std::sync::{Arc, OnceLock};
+
+use os_placement_e2e::capabilities::ContextHost;
+use os_placement_e2e::{admission_request, wasm_path, Evaluation, PolicyModule};
+use serde_json::{json, Value};
+
+/// The built policy module, compiled once for the binary.
+pub fn module() -> &'static PolicyModule {
+    static MODULE: OnceLock<Result<PolicyModule, String>> = OnceLock::new();
+    let module = MODULE.get_or_init(|| {
+        let path = wasm_path();
+        PolicyModule::compile(&path)
+            .map_err(|e| format!("{e:#}: run `make build` first (or set OS_PLACEMENT_WASM)"))
+    });
+    match module {
+        Ok(module) => module,
+        Err(message) => panic!("{message}"),
+    }
+}
+
+/// A Pod named `name` running `images`, with `spec` merged into its spec.
+pub fn pod(name: &str, images: &[&str], spec: Value) -> Value {
+    let containers: Vec<Value> = images
+        .iter()
+        .enumerate()
+        .map(|(i, image)| json!({"name": format!("c{i}"), "image": image}))
+        .collect();
+    let mut object = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"containers": containers}});
+    if let (Value::Object(target), Value::Object(extra)) = (&mut object["spec"], spec) {
+        target.extend(extra);
+    }
+    object
+}
+
+/// `object` (a CREATE) evaluated with `settings` on a fresh instance whose
+/// host calls `host` answers.
+pub fn evaluate(host: &Arc<ContextHost>, object: &Value, settings: &Value) -> Evaluation {
+    let instance = module().instantiate_with(host.clone()).unwrap();
+    let verdict = instance.validate_settings(settings).unwrap();
+    assert!(verdict.valid, "settings {settings}: {:?}", verdict.message);
+    host.take_calls(); // settings validation makes no lookup worth counting
+    let request = admission_request(object, "CREATE", None, None);
+    instance.validate(&request, settings).unwrap()
+}
+
+/// The object after the evaluation's patch.
+pub fn result(evaluation: &Evaluation, object: &Value) -> Value {
+    evaluation.resulting_object(object).clone()
+}
+
+/// Prints one case the way the closing note shows it.
+pub fn show(case: &str, evaluation: &Evaluation) {
+    use std::io::Write;
+    let response = &evaluation.response;
+    let patch = evaluation
+        .patch
+        .as_ref()
+        .map(|p| serde_json::to_string(p).unwrap_or_default())
+        .unwrap_or_default();
+    let _ = writeln!(
+        std::io::stderr(),
+        "CASE {case}\n  allowed  {}\n  message  {}\n  warnings {:?}\n  patch    {patch}",
+        response.accepted,
+        response.message(),
+        response.warnings()
+    );
+}
