@@ -138,16 +138,44 @@ fn runtime_class(name: &str, host: &dyn Host) -> RuntimeClassFacts {
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_string(),
-            scheduling: rc
-                .get("scheduling")
-                .filter(|s| !s.is_null())
-                .and_then(|s| serde_json::from_value::<SchedulingFacts>(s.clone()).ok())
-                .unwrap_or_default(),
+            scheduling: scheduling(rc.get("scheduling")),
             isolation: None,
         }),
         Err(e) if is_not_found(&e) => RuntimeClassFacts::Missing,
         Err(e) => RuntimeClassFacts::LookupFailed(e),
     }
+}
+
+/// `scheduling` read field by field: the module already carries the
+/// toleration parser, not one for the whole struct.
+fn scheduling(value: Option<&Value>) -> SchedulingFacts {
+    let Some(value) = value else {
+        return SchedulingFacts::default();
+    };
+    SchedulingFacts {
+        node_selector: string_map(value.get("nodeSelector")),
+        tolerations: value
+            .get("tolerations")
+            .and_then(Value::as_array)
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(|t| serde_json::from_value(t.clone()).ok())
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+}
+
+fn string_map(value: Option<&Value>) -> BTreeMap<String, String> {
+    value
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The Kubernetes API's 404, as the host passes it on.
@@ -188,15 +216,7 @@ fn node(item: &Value) -> NodeFact {
             .and_then(Value::as_str)
             .map(str::to_string)
     };
-    let labels: BTreeMap<String, String> = item
-        .pointer("/metadata/labels")
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                .collect()
-        })
-        .unwrap_or_default();
+    let labels = string_map(item.pointer("/metadata/labels"));
     let os = labels
         .get("kubernetes.io/os")
         .cloned()
@@ -215,7 +235,14 @@ fn node(item: &Value) -> NodeFact {
         .and_then(Value::as_array)
         .map(|ts| {
             ts.iter()
-                .filter_map(|t| serde_json::from_value::<NodeTaint>(t.clone()).ok())
+                .filter_map(|t| {
+                    let text = |key: &str| t.get(key).and_then(Value::as_str).map(str::to_string);
+                    Some(NodeTaint {
+                        key: text("key")?,
+                        value: text("value").unwrap_or_default(),
+                        effect: text("effect")?,
+                    })
+                })
                 .collect()
         })
         .unwrap_or_default();
