@@ -12,6 +12,12 @@
 //! | `kubernetes` / `get_resource` | once per `spec.runtimeClassName` not declared in settings `runtimeClasses` | `{"api_version":"node.k8s.io/v1","kind":"RuntimeClass","name":N,"namespace":null,"disable_cache":false,"field_masks":null}` | the RuntimeClass: `handler`, `scheduling.nodeSelector`, `scheduling.tolerations`. An error whose text contains `not found` (any case) or `NotFound` means the class does not exist |
 //! | `kubernetes` / `list_resources_all` | at most once per request, when `nodeInventory` is `warn`/`reject` or `windowsTaint: fromNodes` | `{"api_version":"v1","kind":"Node","label_selector":null,"field_selector":null,"field_masks":["metadata.name","metadata.labels","spec.taints","status.nodeInfo.operatingSystem","status.nodeInfo.architecture","status.nodeInfo.kernelVersion"]}` | a List `{"items":[Node...]}`: OS from `kubernetes.io/os` label else `nodeInfo.operatingSystem`; build from `node.kubernetes.io/windows-build` label else the first three parts of `nodeInfo.kernelVersion` |
 //!
+//! Not asked for: images when the pod's own fields already conflict or fix
+//! the placement (a Linux selector; Windows with one build, HostProcess, or
+//! `pinWindowsBuild: false`). Each distinct reference is asked for once.
+//! The facts are plain data (`os_placement_core::Facts`, serde camelCase),
+//! so tests and other hosts can pass them to `evaluate_with_facts` directly.
+//!
 //! A host call that fails, or an answer that does not parse, never traps: it
 //! becomes a lookup failure in the facts, and the core falls back to the
 //! rules of the references and settings with a warning naming the image (or
