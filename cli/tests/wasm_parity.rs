@@ -103,6 +103,24 @@ fn lines(findings: &Value) -> Vec<String> {
         .collect()
 }
 
+/// The CLI has no registry or cluster: the module is compared with image
+/// lookups off, so it asks the host for no image.
+fn without_facts(mut settings: Value) -> Value {
+    if let Some(map) = settings.as_object_mut() {
+        map.insert("imageLookup".into(), "off".into());
+    }
+    settings
+}
+
+/// The module's warnings but those about a RuntimeClass lookup, which the
+/// test host cannot answer and the CLI never makes.
+fn rule_warnings(warnings: &[String]) -> Vec<&String> {
+    warnings
+        .iter()
+        .filter(|w| !w.contains("could not be read from the cluster"))
+        .collect()
+}
+
 /// The CLI prints warnings in full; the policy truncates them to the API
 /// server's 256 characters, ending with `…`.
 fn same_or_truncated(full: &str, shown: &str) -> bool {
@@ -126,6 +144,7 @@ fn cli_verdicts_equal_the_wasm_verdicts() {
     for settings_file in &settings_files {
         let settings: Value =
             serde_yaml_ng::from_str(&std::fs::read_to_string(settings_file).unwrap()).unwrap();
+        let settings = without_facts(settings);
         let results = cli_results(settings_file, &dirs);
         for file in &files {
             let name = file.display().to_string();
@@ -144,8 +163,9 @@ fn cli_verdicts_equal_the_wasm_verdicts() {
             let message: Vec<String> = response.message().lines().map(str::to_owned).collect();
             assert_eq!(lines(&cli["violations"]), message, "{context}");
             let warnings = lines(&cli["warnings"]);
-            assert_eq!(warnings.len(), response.warnings().len(), "{context}");
-            for (full, shown) in warnings.iter().zip(response.warnings()) {
+            let shown = rule_warnings(response.warnings());
+            assert_eq!(warnings.len(), shown.len(), "{context}");
+            for (full, shown) in warnings.iter().zip(shown) {
                 assert!(
                     same_or_truncated(full, shown),
                     "{context}: {full:?} vs {shown:?}"

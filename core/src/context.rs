@@ -7,19 +7,18 @@ use crate::diagnostics::{Code, Diagnostic};
 use crate::facts::{Facts, NodeFacts, RuntimeClassFacts};
 use crate::inventory::windows_taint;
 use crate::settings::{RuntimeClass, Scheduling, Settings};
+use crate::spec::PodView;
 
-/// The settings the rules use for this request, and warnings about facts
-/// that could not be read. The settings' own RuntimeClasses win, as they
-/// did before the cluster was read.
-pub fn complete<'s>(settings: &'s Settings, facts: &Facts) -> (Cow<'s, Settings>, Vec<Diagnostic>) {
-    let mut notes = Vec::new();
+/// The settings the rules use for this request. The settings' own
+/// RuntimeClasses win, as they did before the cluster was read.
+pub fn complete<'s>(settings: &'s Settings, facts: &Facts) -> Cow<'s, Settings> {
     if *facts == Facts::default() && !settings.windows_taint_from_nodes {
-        return (Cow::Borrowed(settings), notes);
+        return Cow::Borrowed(settings);
     }
     let mut completed = settings.clone();
     for (name, found) in &facts.runtime_classes {
-        match found {
-            RuntimeClassFacts::Found(rc) if settings.runtime_class(name).is_none() => {
+        if let RuntimeClassFacts::Found(rc) = found {
+            if settings.runtime_class(name).is_none() {
                 completed.runtime_classes.push(RuntimeClass {
                     name: name.clone(),
                     scheduling: Scheduling {
@@ -30,27 +29,7 @@ pub fn complete<'s>(settings: &'s Settings, facts: &Facts) -> (Cow<'s, Settings>
                     isolation: rc.isolation,
                 });
             }
-            RuntimeClassFacts::LookupFailed(error) if settings.runtime_class(name).is_none() => {
-                notes.push(Diagnostic::new(
-                    Code::LookupFailed,
-                    "runtimeClassName",
-                    format!("RuntimeClass {name:?} could not be read from the cluster ({}), so its scheduling is not taken into account", short(error)),
-                    "declare it in the settings' runtimeClasses, or list RuntimeClass in contextAwareResources",
-                ));
-            }
-            _ => {}
         }
-    }
-    if let Some(NodeFacts::LookupFailed(error)) = &facts.nodes {
-        notes.push(Diagnostic::new(
-            Code::LookupFailed,
-            "nodes",
-            format!(
-                "the cluster's Nodes could not be read ({}), so no node check was made",
-                short(error)
-            ),
-            "list Node in the policy's contextAwareResources",
-        ));
     }
     if settings.windows_taint_from_nodes {
         completed.windows_taint = facts
@@ -58,7 +37,39 @@ pub fn complete<'s>(settings: &'s Settings, facts: &Facts) -> (Cow<'s, Settings>
             .and_then(windows_taint)
             .map(|t| t.as_taint());
     }
-    (Cow::Owned(completed), notes)
+    Cow::Owned(completed)
+}
+
+/// Warnings about cluster facts the pod needed but that could not be read.
+pub fn lookup_warnings(pod: &PodView<'_>, settings: &Settings, facts: &Facts) -> Vec<Diagnostic> {
+    let mut notes = Vec::new();
+    let failed_class =
+        pod.runtime_class_name
+            .and_then(|name| match facts.runtime_classes.get(name) {
+                Some(RuntimeClassFacts::LookupFailed(error))
+                    if settings.runtime_class(name).is_none() =>
+                {
+                    Some((name, error))
+                }
+                _ => None,
+            });
+    if let Some((name, error)) = failed_class {
+        notes.push(Diagnostic::new(
+            Code::LookupFailed,
+            pod.field("runtimeClassName").display(),
+            format!("RuntimeClass {name:?} could not be read from the cluster ({}), so its scheduling is not taken into account", short(error)),
+            "declare it in the settings' runtimeClasses, or list RuntimeClass in the policy's contextAwareResources",
+        ));
+    }
+    if let Some(NodeFacts::LookupFailed(error)) = &facts.nodes {
+        notes.push(Diagnostic::new(
+            Code::LookupFailed,
+            pod.path.display(),
+            format!("the cluster's Nodes could not be read from the cluster ({}), so no node check was made and windowsTaint fromNodes means no taint", short(error)),
+            "list Node in the policy's contextAwareResources",
+        ));
+    }
+    notes
 }
 
 /// The error text, short enough for a warning line.

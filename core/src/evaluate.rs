@@ -217,10 +217,8 @@ pub fn evaluate_with_facts(review: &Review<'_>, settings: &Settings, facts: &Fac
     if matches!(review.operation, Operation::Delete | Operation::Connect) {
         return Decision::accept(Vec::new());
     }
-    let (settings, notes) = crate::context::complete(settings, facts);
-    let mut decision = evaluate_in(review, &settings, facts);
-    decision.warnings.extend(notes);
-    decision
+    let settings = crate::context::complete(settings, facts);
+    evaluate_in(review, &settings, facts)
 }
 
 fn evaluate_in(review: &Review<'_>, settings: &Settings, facts: &Facts) -> Decision {
@@ -291,7 +289,10 @@ fn decide(object: &Value, kind: Kind, settings: &Settings, facts: &Facts) -> Dec
         Ok(pod) => pod,
         Err(problems) => return Decision::reject(problems, Vec::new()),
     };
-    let resolution = resolve_with(&pod, settings, facts);
+    let mut resolution = resolve_with(&pod, settings, facts);
+    resolution
+        .warnings
+        .extend(crate::context::lookup_warnings(&pod, settings, facts));
     let mut conflicts = resolution.conflicts.clone();
     conflicts.extend(missing_runtime_class(&pod, settings, facts));
     if !conflicts.is_empty() {

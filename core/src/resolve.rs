@@ -364,7 +364,7 @@ impl Found {
     }
 
     fn lookup_failed(&mut self, path: &FieldPath, image: &str, error: &str, settings: &Settings) {
-        let short: String = error.chars().take(120).collect();
+        let short = crate::context::short(error);
         let d = Diagnostic::new(
             Code::LookupFailed,
             path.display(),

@@ -59,6 +59,12 @@ fn compare(
         as_json(inputs.settings)
     };
     let request = admission_request(&object, inputs.operation, old.as_ref(), sub_resource);
+    // The playground has no registry or cluster: the module, with image
+    // lookups off, asks the host for none.
+    let mut settings = settings;
+    if let Some(map) = settings.as_object_mut() {
+        map.insert("imageLookup".into(), "off".into());
+    }
     let policy = host
         .validate(&request, &settings)
         .unwrap_or_else(|e| panic!("{label}: policy failed: {e:#}"));
@@ -85,7 +91,14 @@ fn compare(
             doc.message, response.message
         ));
     }
-    if doc.warning_lines != response.warnings() {
+    // A RuntimeClass lookup the test host cannot answer warns in the module only.
+    let module_warnings: Vec<String> = response
+        .warnings()
+        .iter()
+        .filter(|w| !w.contains("could not be read from the cluster"))
+        .cloned()
+        .collect();
+    if doc.warning_lines != module_warnings {
         diffs.push(format!(
             "{label}: warnings {:?} vs policy {:?}",
             doc.warning_lines,

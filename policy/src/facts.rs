@@ -12,6 +12,12 @@
 //! | `kubernetes` / `get_resource` | once per `spec.runtimeClassName` not declared in settings `runtimeClasses` | `{"api_version":"node.k8s.io/v1","kind":"RuntimeClass","name":N,"namespace":null,"disable_cache":false,"field_masks":null}` | the RuntimeClass: `handler`, `scheduling.nodeSelector`, `scheduling.tolerations`. An error whose text contains `not found` (any case), `NotFound`, or policy-server's `Cannot find <apiVersion>/<Kind> named '<name>'` means the class does not exist |
 //! | `kubernetes` / `list_resources_all` | at most once per request, when `nodeInventory` is `warn`/`reject` or `windowsTaint: fromNodes` | `{"api_version":"v1","kind":"Node","label_selector":null,"field_selector":null,"field_masks":["metadata.name","metadata.labels","spec.taints","status.nodeInfo.operatingSystem","status.nodeInfo.architecture","status.nodeInfo.kernelVersion"]}` | a List `{"items":[Node...]}`: OS from `kubernetes.io/os` label else `nodeInfo.operatingSystem`; build from `node.kubernetes.io/windows-build` label else the first three parts of `nodeInfo.kernelVersion` |
 //!
+//! Not asked for: images when the pod's own fields already conflict or fix
+//! the placement (a Linux selector; Windows with one build, HostProcess, or
+//! `pinWindowsBuild: false`). Each distinct reference is asked for once.
+//! The facts are plain data (`os_placement_core::Facts`, serde camelCase),
+//! so tests and other hosts can pass them to `evaluate_with_facts` directly.
+//!
 //! A host call that fails, or an answer that does not parse, never traps: it
 //! becomes a lookup failure in the facts, and the core falls back to the
 //! rules of the references and settings with a warning naming the image (or
@@ -138,16 +144,44 @@ fn runtime_class(name: &str, host: &dyn Host) -> RuntimeClassFacts {
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_string(),
-            scheduling: rc
-                .get("scheduling")
-                .filter(|s| !s.is_null())
-                .and_then(|s| serde_json::from_value::<SchedulingFacts>(s.clone()).ok())
-                .unwrap_or_default(),
+            scheduling: scheduling(rc.get("scheduling")),
             isolation: None,
         }),
         Err(e) if is_not_found(&e) => RuntimeClassFacts::Missing,
         Err(e) => RuntimeClassFacts::LookupFailed(e),
     }
+}
+
+/// `scheduling` read field by field: the module already carries the
+/// toleration parser, not one for the whole struct.
+fn scheduling(value: Option<&Value>) -> SchedulingFacts {
+    let Some(value) = value else {
+        return SchedulingFacts::default();
+    };
+    SchedulingFacts {
+        node_selector: string_map(value.get("nodeSelector")),
+        tolerations: value
+            .get("tolerations")
+            .and_then(Value::as_array)
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(|t| serde_json::from_value(t.clone()).ok())
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+}
+
+fn string_map(value: Option<&Value>) -> BTreeMap<String, String> {
+    value
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The Kubernetes API's 404, as the host passes it on; policy-server words
@@ -192,15 +226,7 @@ fn node(item: &Value) -> NodeFact {
             .and_then(Value::as_str)
             .map(str::to_string)
     };
-    let labels: BTreeMap<String, String> = item
-        .pointer("/metadata/labels")
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                .collect()
-        })
-        .unwrap_or_default();
+    let labels = string_map(item.pointer("/metadata/labels"));
     let os = labels
         .get("kubernetes.io/os")
         .cloned()
@@ -219,7 +245,14 @@ fn node(item: &Value) -> NodeFact {
         .and_then(Value::as_array)
         .map(|ts| {
             ts.iter()
-                .filter_map(|t| serde_json::from_value::<NodeTaint>(t.clone()).ok())
+                .filter_map(|t| {
+                    let text = |key: &str| t.get(key).and_then(Value::as_str).map(str::to_string);
+                    Some(NodeTaint {
+                        key: text("key")?,
+                        value: text("value").unwrap_or_default(),
+                        effect: text("effect")?,
+                    })
+                })
                 .collect()
         })
         .unwrap_or_default();

@@ -97,6 +97,10 @@ fn deploy_manifests_match_metadata_and_their_settings_are_valid() {
         assert_eq!(spec["rules"], metadata["rules"], "{name}: rules");
         assert_eq!(spec["mutating"], metadata["mutating"], "{name}: mutating");
         assert_eq!(
+            spec["contextAwareResources"], metadata["contextAwareResources"],
+            "{name}: contextAwareResources"
+        );
+        assert_eq!(
             spec["backgroundAudit"], metadata["backgroundAudit"],
             "{name}"
         );
