@@ -1,12 +1,14 @@
 # os-placement: Kubewarden policy placing pods on Linux or Windows nodes.
 #
 #   make deps    toolchain pieces a fresh machine needs (idempotent)
-#   make build   the policy module, target/wasm32-wasip1/release/os_placement_policy.wasm,
+#   make build   the policy module, target/wasm32-wasip1/release/os_placement_policy.opt.wasm,
 #                and the os-placement CLI, target/release/os-placement
 #   make run     build, then evaluate every example (examples/cases.yaml) through the .wasm
 #   make test    fmt, clippy, core unit tests, build, tests through the .wasm in wasmtime, CLI tests
 #   make test-cli the CLI's tests, its verdicts compared with the .wasm's
-#   make bench   module size, and corpus evaluation time through the .wasm vs the native core
+#   make bench   os-placement against the floor (bench/floor) and peer policies, warm and fresh
+#                instance, size, compile time, memory, containers (table + target/bench/bench.json)
+#   make bench-server   the same policies served by the real policy-server, loaded with wrk
 #   make annotated-policy.wasm   the module with metadata.yml and README.md embedded (kwctl annotate)
 #   make push REGISTRY=host[:port]/path TAG=v0.1.0   push the annotated module as an OCI artifact
 #   make artifacthub   regenerate artifacthub-pkg.yml from metadata.yml
@@ -20,12 +22,21 @@ SHELL := bash
 
 CARGO ?= cargo
 WASM_TARGET := wasm32-wasip1
-WASM := target/$(WASM_TARGET)/release/os_placement_policy.wasm
+# cargo's output, and the module as shipped and tested: cargo's output shrunk by
+# wasm-opt (Debian binaryen), about 15% smaller (see README, Performance).
+WASM_CARGO := target/$(WASM_TARGET)/release/os_placement_policy.wasm
+WASM := target/$(WASM_TARGET)/release/os_placement_policy.opt.wasm
+# The features rustc enables for wasm32-wasip1, so wasm-opt adds no others.
+WASM_OPT := wasm-opt -Oz --zero-filled-memory \
+  --enable-bulk-memory --enable-sign-ext --enable-nontrapping-float-to-int \
+  --enable-mutable-globals --enable-reference-types --enable-multivalue
 CASES := examples/cases.yaml
 
 # Hook for system packages later steps may need (Debian/Ubuntu names), e.g.
 #   make deps APT_PACKAGES="binaryen"
 APT_PACKAGES ?=
+# wasm-opt, which shrinks the policy module.
+APT_PACKAGES += binaryen
 # The release tests run a real OCI registry (CNCF distribution).
 APT_PACKAGES += docker-registry
 
@@ -39,7 +50,14 @@ RELEASE_TOOL = $(CARGO) run -q -p os-placement-e2e --bin os-placement-release --
 KUBEWARDEN_BIN ?= $(abspath ../shared/kubewarden)
 TAG ?= v$(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 
-.PHONY: deps build run test test-cli bench test-release test-context bench-lookup push artifacthub $(ANNOTATED)
+# Builds the policy module and shrinks it into $(WASM) when cargo's output is newer.
+define build-wasm
+$(CARGO) build -p os-placement-policy --target $(WASM_TARGET) --release
+@if [ ! $(WASM) -nt $(WASM_CARGO) ]; then $(WASM_OPT) $(WASM_CARGO) -o $(WASM); fi
+@echo "$(WASM): $$(wc -c < $(WASM)) bytes (cargo's output: $$(wc -c < $(WASM_CARGO)))"
+endef
+
+.PHONY: deps build run test test-cli bench bench-deps bench-server test-release test-context bench-lookup push artifacthub $(ANNOTATED)
 
 deps:
 	@command -v rustup >/dev/null || { echo "rustup not found: install it from https://rustup.rs" >&2; exit 1; }
@@ -55,8 +73,7 @@ deps:
 	rustup component add rustfmt clippy
 
 build: deps
-	$(CARGO) build -p os-placement-policy --target $(WASM_TARGET) --release
-	@echo "$(WASM): $$(wc -c < $(WASM)) bytes"
+	$(build-wasm)
 	$(CARGO) build -p os-placement-cli --release
 	@echo "CLI: target/release/os-placement"
 
@@ -68,8 +85,7 @@ test: deps
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p os-placement-policy --target $(WASM_TARGET) -- -D warnings
 	$(CARGO) test -p os-placement-core
-	$(CARGO) build -p os-placement-policy --target $(WASM_TARGET) --release
-	@echo "$(WASM): $$(wc -c < $(WASM)) bytes"
+	$(build-wasm)
 	OS_PLACEMENT_WASM="$(CURDIR)/$(WASM)" $(CARGO) test -p os-placement-e2e --lib --bins --test wasm
 	$(MAKE) --no-print-directory test-context
 	$(MAKE) --no-print-directory test-release
@@ -79,12 +95,12 @@ test: deps
 # The CLI in the dev profile (the host the e2e tests built is reused); the
 # parity test runs the .wasm built above.
 test-cli: deps
-	$(CARGO) build -p os-placement-policy --target $(WASM_TARGET) --release
+	$(build-wasm)
 	OS_PLACEMENT_WASM="$(CURDIR)/$(WASM)" $(CARGO) test -p os-placement-cli
 
 # Context-aware placement (e2e/tests/context): real registry, cluster fixtures, real policy-server.
 test-context: deps
-	$(CARGO) build -p os-placement-policy --target $(WASM_TARGET) --release
+	$(build-wasm)
 	OS_PLACEMENT_WASM="$(CURDIR)/$(WASM)" KUBEWARDEN_BIN="$(KUBEWARDEN_BIN)" \
 	  $(CARGO) test -p os-placement-e2e --test context
 
@@ -110,9 +126,31 @@ push: $(ANNOTATED)
 	@[ -n "$(REGISTRY)" ] || { echo "usage: make push REGISTRY=host[:port]/path [TAG=$(TAG)] [INSECURE=1]" >&2; exit 2; }
 	$(RELEASE_TOOL) push $(ANNOTATED) registry://$(REGISTRY):$(TAG) $(if $(INSECURE),--insecure)
 
-# Release host: native timings in a debug build mean nothing.
-bench: build
-	$(CARGO) run --release -p os-placement-e2e --bin os-placement-bench -- --wasm $(WASM)
+# --- Benchmarks (not part of `make test`) ------------------------------------------
+# The floor: a minimal guest on the same SDK, built with the same release profile.
+# Shrunk by the same wasm-opt as the policy, so both go through the same pipeline.
+FLOOR_CARGO := target/$(WASM_TARGET)/release/os_placement_bench_floor.wasm
+FLOOR_WASM := target/$(WASM_TARGET)/release/os_placement_bench_floor.opt.wasm
+define build-floor
+$(CARGO) build -p os-placement-bench-floor --target $(WASM_TARGET) --release
+@if [ ! $(FLOOR_WASM) -nt $(FLOOR_CARGO) ]; then $(WASM_OPT) $(FLOOR_CARGO) -o $(FLOOR_WASM); fi
+endef
+BENCH_APT_PACKAGES := wrk
+
+bench-deps: deps
+	@$(MAKE) --no-print-directory deps APT_PACKAGES="$(BENCH_APT_PACKAGES)"
+
+# Release host: timings of a debug wasmtime mean nothing.
+bench: build bench-deps
+	$(build-floor)
+	$(CARGO) build --release -p os-placement-e2e --bin os-placement-bench
+	target/release/os-placement-bench --wasm $(WASM) --floor $(FLOOR_WASM)
+
+# Throughput and latency through the real policy-server (KUBEWARDEN_BIN), with wrk.
+bench-server: build bench-deps
+	$(build-floor)
+	$(CARGO) build --release -p os-placement-e2e --bin os-placement-bench
+	KUBEWARDEN_BIN="$(KUBEWARDEN_BIN)" WASM="$(CURDIR)/$(WASM)" FLOOR="$(CURDIR)/$(FLOOR_WASM)" bench/server.sh
 
 # --- Playground: the rule core in the browser (playground/) ------------------------
 #   make playground        build playground/dist and serve it on 127.0.0.1 (prints the address)
@@ -148,7 +186,7 @@ playground: playground-dist
 	node playground/tests/serve.mjs $(PLAYGROUND_DIST) $(PLAYGROUND_PORT)
 
 test-playground: playground-dist
-	$(CARGO) build -p os-placement-policy --target $(WASM_TARGET) --release
+	$(build-wasm)
 	OS_PLACEMENT_WASM="$(CURDIR)/$(WASM)" $(CARGO) test -p os-placement-playground
 	@command -v chromium >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium; }
 	cd playground && npm ci --no-audit --no-fund

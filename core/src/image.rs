@@ -620,7 +620,9 @@ fn by_rules(image: &str, rules: &[ImageRule], facts: Option<&Facts<'_, '_>>) -> 
         return None;
     }
     let trimmed = image.trim();
-    let lower = trimmed.to_lowercase();
+    // References are ASCII (distribution's grammar): ASCII lowering matches the
+    // same images and keeps Unicode case tables (about 16 KB) out of the module.
+    let lower = trimmed.to_ascii_lowercase();
     let (i, rule) = rules.iter().enumerate().find(|(_, rule)| {
         rule.pattern.matches(image) || rule.pattern.matches(trimmed) || rule.pattern.matches(&lower)
     })?;

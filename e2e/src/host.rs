@@ -17,7 +17,9 @@ use anyhow::{anyhow, Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use wapc::WapcHost;
-use wasmtime_provider::{EpochDeadlines, WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre};
+use wasmtime_provider::{
+    EpochDeadlines, ResourceLimits, WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre,
+};
 
 /// Length of one epoch tick.
 const TICK: Duration = Duration::from_millis(100);
@@ -146,6 +148,7 @@ impl HostCalls for NoCapabilities {
 /// [`PolicyHost`] from it is cheap. `Send + Sync`: share it between tests.
 pub struct PolicyModule {
     pre: WasmtimeEngineProviderPre,
+    module: wasmtime::Module,
     ticker: Arc<Ticker>,
     host_calls: Arc<dyn HostCalls>,
     deadline_ticks: u64,
@@ -180,21 +183,34 @@ impl PolicyModule {
         let started = Instant::now();
         let module = wasmtime::Module::new(&engine, bytes).map_err(|e| anyhow!("{e:?}"))?;
         let compile_time = started.elapsed();
-        let ticker = Arc::new(Ticker::start(engine.clone())?);
-        // Linked and type-checked once, as policy-server does at start.
-        let pre = WasmtimeEngineProviderBuilder::new()
-            .engine(engine)
-            .module(module)
-            .wasi_params(wapc::WasiParams::default())
-            .build_pre()
-            .map_err(|e| anyhow!("cannot link the policy module: {e}"))?;
+        let ticker = Arc::new(Ticker::start(engine)?);
         Ok(Self {
-            pre,
+            pre: link(&module, None)?,
+            module,
             ticker,
             host_calls: Arc::new(NoCapabilities),
             deadline_ticks: ticks(DEFAULT_TIMEOUT),
             size: bytes.len(),
             compile_time,
+        })
+    }
+
+    /// The same compiled module with each instance's linear memory capped at
+    /// `bytes`: a growth past it fails (a Rust guest then traps). The benchmark
+    /// finds a call's peak memory as the smallest cap it succeeds under.
+    pub fn with_memory_limit(&self, bytes: usize) -> Result<Self> {
+        let limits = ResourceLimits {
+            max_memory_size: Some(bytes),
+            max_table_elements: None,
+        };
+        Ok(Self {
+            pre: link(&self.module, Some(limits))?,
+            module: self.module.clone(),
+            ticker: Arc::clone(&self.ticker),
+            host_calls: Arc::clone(&self.host_calls),
+            deadline_ticks: self.deadline_ticks,
+            size: self.size,
+            compile_time: self.compile_time,
         })
     }
 
@@ -252,6 +268,23 @@ impl PolicyModule {
     }
 }
 
+/// Links and type-checks a compiled module once, as policy-server does at start.
+fn link(
+    module: &wasmtime::Module,
+    limits: Option<ResourceLimits>,
+) -> Result<WasmtimeEngineProviderPre> {
+    let mut builder = WasmtimeEngineProviderBuilder::new()
+        .engine(module.engine().clone())
+        .module(module.clone())
+        .wasi_params(wapc::WasiParams::default());
+    if let Some(limits) = limits {
+        builder = builder.enable_resource_limits(limits);
+    }
+    builder
+        .build_pre()
+        .map_err(|e| anyhow!("cannot link the policy module: {e}"))
+}
+
 /// Epoch ticks in `timeout`, at least one.
 fn ticks(timeout: Duration) -> u64 {
     let ticks = timeout.as_millis().div_ceil(TICK.as_millis());
@@ -267,6 +300,11 @@ fn answer(
     operation: &str,
     payload: &[u8],
 ) -> std::result::Result<Vec<u8>, Box<dyn std::error::Error + Send + Sync>> {
+    // Guest log lines: policy-server takes them and answers nothing (policies
+    // built on slog abort when logging fails). Dropped here.
+    if (binding, namespace, operation) == ("kubewarden", "tracing", "log") {
+        return Ok(Vec::new());
+    }
     match catch_unwind(AssertUnwindSafe(|| {
         host_calls.call(binding, namespace, operation, payload)
     })) {
@@ -454,9 +492,28 @@ mod tests {
     }
 
     #[test]
+    fn memory_limit_caps_the_instance() {
+        // The guest declares one 64 KiB page.
+        let module = module();
+        assert!(module
+            .with_memory_limit(65_535)
+            .unwrap()
+            .instantiate()
+            .is_err());
+        let host = module
+            .with_memory_limit(65_536)
+            .unwrap()
+            .instantiate()
+            .unwrap();
+        assert_eq!(host.protocol_version().unwrap(), "v1");
+    }
+
+    #[test]
     fn host_capabilities_answer_errors() {
         let err = answer(&NoCapabilities, "kubewarden", "oci", "v1/verify", b"{}").unwrap_err();
         assert!(err.to_string().contains("kubewarden/oci/v1/verify"));
+        // Log lines are taken, as policy-server does.
+        assert!(answer(&NoCapabilities, "kubewarden", "tracing", "log", b"{}").is_ok());
     }
 
     /// Echoes the call's coordinates and payload.

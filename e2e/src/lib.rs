@@ -32,7 +32,7 @@ pub use request::admission_request;
 pub use review::LoadedPolicy;
 
 /// Where `make build` puts the policy module, relative to the repository root.
-pub const DEFAULT_WASM: &str = "target/wasm32-wasip1/release/os_placement_policy.wasm";
+pub const DEFAULT_WASM: &str = "target/wasm32-wasip1/release/os_placement_policy.opt.wasm";
 
 /// The example case list, relative to the repository root.
 pub const DEFAULT_CASES: &str = "examples/cases.yaml";

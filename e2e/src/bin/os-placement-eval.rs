@@ -36,7 +36,7 @@ const USAGE: &str = "\
 usage: os-placement-eval [--wasm PATH] [--root DIR] [--cases FILE]
        os-placement-eval [--wasm PATH] --review FILE [--settings FILE]
 
-  --wasm PATH          policy module (default: <root>/target/wasm32-wasip1/release/os_placement_policy.wasm)
+  --wasm PATH          policy module (default: <root>/target/wasm32-wasip1/release/os_placement_policy.opt.wasm)
   --root DIR           repository root; case paths are relative to it
                        (default: the repository this program was built from)
   --cases FILE         case list (default: <root>/examples/cases.yaml)

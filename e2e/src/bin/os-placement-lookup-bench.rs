@@ -7,7 +7,7 @@
 //!
 //! ```console
 //! cargo run --release -p os-placement-e2e --bin os-placement-lookup-bench -- \
-//!   --wasm target/wasm32-wasip1/release/os_placement_policy.wasm [--baseline OLD.wasm] [--requests 300]
+//!   --wasm target/wasm32-wasip1/release/os_placement_policy.opt.wasm [--baseline OLD.wasm] [--requests 300]
 //! ```
 
 use std::path::PathBuf;

@@ -2,7 +2,7 @@
 //! as policy-server does. One test binary, so the module is compiled once.
 //!
 //! The module is `$OS_PLACEMENT_WASM`, else
-//! `target/wasm32-wasip1/release/os_placement_policy.wasm` in the repository:
+//! `target/wasm32-wasip1/release/os_placement_policy.opt.wasm` in the repository:
 //! run `make build` first (`make test` does).
 
 mod corpus;
