@@ -403,13 +403,21 @@ pub fn find_conflicts(signals: &[Signal]) -> Vec<Diagnostic> {
     // One violation per odd one out: a signal that clashes with those kept
     // so far is reported once, against the first it clashes with.
     let mut kept: Vec<&Signal> = Vec::new();
+    // What all kept signals allow: a signal within it clashes with none of
+    // them, so the pairwise scan (quadratic in containers) is skipped.
+    let mut kept_all = Placement::anywhere();
     for later in &usable {
+        let agrees = !kept_all.intersect(&later.placement).is_empty();
         match kept
             .iter()
+            .filter(|_| !agrees)
             .find_map(|earlier| pair_conflict(earlier, later))
         {
             Some(d) => found.push(d),
-            None => kept.push(later),
+            None => {
+                kept_all = kept_all.intersect(&later.placement);
+                kept.push(later);
+            }
         }
     }
     let all = usable

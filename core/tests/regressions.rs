@@ -1,0 +1,54 @@
+//! Regression tests for what the fuzz targets, the property tests and the
+//! hostile-input tests found, each named after the bug.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::{json, Value};
+
+const WINDOWS: &str = "mcr.microsoft.com/windows/servercore:ltsc2022";
+
+fn containers(n: usize, image: &str) -> Vec<Value> {
+    (0..n)
+        .map(|i| json!({"name": format!("c{i}"), "image": image}))
+        .collect()
+}
+
+/// Found by the hostile-input tests: every container was compared with
+/// every earlier one, so 10,000 containers took over the 2 s policy
+/// timeout through the module (a blocked pod creation under
+/// failurePolicy: Fail). The scan is now skipped when a container agrees
+/// with all kept so far.
+#[test]
+fn quadratic_conflict_scan_over_10000_containers() {
+    let object = pod(json!({"containers": containers(10_000, WINDOWS)}));
+    let started = Instant::now();
+    let d = create(&object, &eks());
+    let took = started.elapsed();
+    assert!(d.accepted, "{:?}", d.message());
+    assert!(!d.patch.is_empty());
+    // Quadratic took minutes in a debug build; linear takes well under a second.
+    assert!(
+        took < Duration::from_secs(20),
+        "10,000 containers took {took:?}"
+    );
+}
+
+/// The skipped scan must still find the odd one out, once, at its path.
+#[test]
+fn quadratic_conflict_scan_still_names_the_odd_container() {
+    let mut list = containers(3_000, "alpine:3.19");
+    list[2_999]["image"] = json!(WINDOWS);
+    let d = create(&pod(json!({"containers": list})), &eks());
+    assert!(!d.accepted);
+    assert_eq!(codes(&d), vec!["os-conflict"], "{:?}", d.message());
+    assert_eq!(d.violations[0].path, "spec.containers[2999].image");
+}
