@@ -407,12 +407,13 @@ pub fn find_conflicts(signals: &[Signal]) -> Vec<Diagnostic> {
     // them, so the pairwise scan (quadratic in containers) is skipped.
     let mut kept_all = Placement::anywhere();
     for later in &usable {
-        let agrees = !kept_all.intersect(&later.placement).is_empty();
-        match kept
-            .iter()
-            .filter(|_| !agrees)
-            .find_map(|earlier| pair_conflict(earlier, later))
-        {
+        let conflict = if kept_all.intersect(&later.placement).is_empty() {
+            kept.iter()
+                .find_map(|earlier| pair_conflict(earlier, later))
+        } else {
+            None
+        };
+        match conflict {
             Some(d) => found.push(d),
             None => {
                 kept_all = kept_all.intersect(&later.placement);
