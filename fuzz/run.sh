@@ -10,7 +10,7 @@ mkdir -p logs
 for target in "$@"; do
   mkdir -p "corpus/$target" "artifacts/$target"
   echo "== $target: $runs runs"
-  cargo +nightly fuzz run -s none "$target" "corpus/$target" -- \
+  cargo "+${FUZZ_TOOLCHAIN:-nightly}" fuzz run -s none "$target" "corpus/$target" -- \
     -runs="$runs" -print_final_stats=1 -artifact_prefix="artifacts/$target/" \
     ${FUZZ_ARGS:-} 2>&1 | tee "logs/$target.log" | grep -E '^(#[0-9]+ +DONE|stat::|==|SUMMARY|thread)' || true
   if grep -qE 'panicked|SUMMARY|deadly signal' "logs/$target.log"; then

@@ -53,3 +53,26 @@ fn quadratic_conflict_scan_still_names_the_odd_container() {
     assert_eq!(codes(&d), vec!["os-conflict"], "{:?}", d.message());
     assert_eq!(d.violations[0].path, "spec.containers[2999].image");
 }
+
+/// Found by the hostile-input tests: a pod with 100,000 tolerations went
+/// over the 2 s policy timeout through the module.
+#[test]
+fn quadratic_toleration_scan_over_100000_tolerations() {
+    let time = |n: usize| {
+        let tolerations: Vec<Value> = (0..n)
+            .map(|i| json!({"key": format!("k{i}"), "operator": "Exists", "effect": "NoSchedule"}))
+            .collect();
+        let object = pod(json!({"containers": containers(1, WINDOWS), "tolerations": tolerations}));
+        let started = Instant::now();
+        let d = create(&object, &eks());
+        assert!(d.accepted && !d.patch.is_empty(), "{:?}", d.message());
+        started.elapsed()
+    };
+    let small = time(12_500).max(Duration::from_millis(1));
+    let large = time(100_000);
+    let ratio = large.as_secs_f64() / small.as_secs_f64();
+    assert!(
+        ratio < 14.0,
+        "12,500 tolerations {small:?}, 100,000 {large:?}"
+    );
+}
