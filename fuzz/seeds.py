@@ -75,6 +75,12 @@ def main():
                   json.dumps({"request": request, "settings": chosen}).encode())
     for image in sorted(found):
         write("image_reference", arbitrary_str_pair(image, "*windows*"))
+    # Inputs that once failed, replayed first (fuzz/regressions/<target>/).
+    regressions = os.path.join(ROOT, "fuzz", "regressions")
+    for target in sorted(os.listdir(regressions)):
+        for name in sorted(os.listdir(os.path.join(regressions, target))):
+            with open(os.path.join(regressions, target, name), "rb") as f:
+                write(target, f.read())
     counts = {t: len(os.listdir(os.path.join(OUT, t))) for t in sorted(os.listdir(OUT))}
     print("seeds:", counts)
 

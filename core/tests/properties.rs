@@ -43,3 +43,21 @@ proptest! {
         props::check::all(&case_of(&bytes));
     }
 }
+
+/// Found by the structure-aware fuzz target: the oracle's RuntimeClass
+/// merge refused a spec whose nodeSelector is JSON null, which the plugin
+/// reads as unset (plugin/pkg/admission/runtimeclass/admission.go).
+#[test]
+fn oracle_runtime_class_merge_over_null_node_selector() {
+    use serde_json::json;
+    let settings = json!({"runtimeClasses": [{"name": "w", "scheduling": {"nodeSelector": {"kubernetes.io/os": "windows"}}}]});
+    let spec = json!({"containers": [], "nodeSelector": null, "tolerations": null, "runtimeClassName": "w"});
+    let merged = props::oracle::merge_runtime_class(&spec, &settings).expect("merged");
+    assert_eq!(
+        merged["nodeSelector"],
+        json!({"kubernetes.io/os": "windows"})
+    );
+    let conflicting =
+        json!({"nodeSelector": {"kubernetes.io/os": "linux"}, "runtimeClassName": "w"});
+    assert!(props::oracle::merge_runtime_class(&conflicting, &settings).is_none());
+}

@@ -104,6 +104,12 @@ pub fn merge_runtime_class(spec: &Value, settings: &Value) -> Option<Value> {
         return Some(spec.clone());
     };
     let mut out = spec.clone();
+    // JSON null is an unset field (the API server never sends it).
+    for field in ["nodeSelector", "tolerations"] {
+        if out.get(field).is_some_and(Value::is_null) {
+            out.as_object_mut()?.remove(field);
+        }
+    }
     let scheduling = &rc["scheduling"];
     for (key, value) in scheduling["nodeSelector"].as_object().into_iter().flatten() {
         let selector = out
