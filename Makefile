@@ -161,7 +161,7 @@ FUZZ_RUNS ?= 10000000
 .PHONY: fuzz-deps fuzz-seeds fuzz-smoke fuzz
 
 fuzz-deps: deps
-	rustup toolchain install $(FUZZ_TOOLCHAIN) --profile minimal
+	rustup toolchain list | grep -q '^$(FUZZ_TOOLCHAIN)' || rustup toolchain install $(FUZZ_TOOLCHAIN) --profile minimal
 	@if [ "$$(cargo fuzz --version 2>/dev/null)" != "cargo-fuzz $(CARGO_FUZZ_VERSION)" ]; then \
 	  $(CARGO) install cargo-fuzz --locked --version "$(CARGO_FUZZ_VERSION)"; \
 	fi
