@@ -35,3 +35,40 @@ fn affinity_not_in_is_exact_only_for_os_and_build_labels() {
     assert!(!os.accepted);
     assert_eq!(codes(&os), vec!["os-conflict"], "{:?}", os.message());
 }
+
+/// affinity.rs `describe`: a conflict with required node affinity quotes
+/// the expressions that bear on placement (OS and build labels), so the
+/// user sees which one to change; others are left out.
+#[test]
+fn affinity_conflict_message_quotes_the_placement_expression() {
+    let object = pod(json!({
+        "containers": [{"name": "c", "image": "mcr.microsoft.com/windows/servercore:ltsc2019"}],
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [
+                {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+                {"key": "disktype", "operator": "In", "values": ["ssd"]}]}]}}},
+    }));
+    let d = create(&object, &eks());
+    assert!(!d.accepted);
+    let m = message(&d);
+    assert!(m.contains("kubernetes.io/os In [linux]"), "{m}");
+    assert!(!m.contains("disktype"), "{m}");
+}
+
+/// build.rs `WindowsBuild::parse_version`: a revision must be digits and
+/// not empty ("10.0.17763." and "10.0.17763.x" are not versions).
+#[test]
+fn windows_version_revision_must_be_digits() {
+    use os_placement_core::build::WindowsBuild;
+    assert_eq!(
+        WindowsBuild::parse_version("10.0.17763.4131"),
+        Some(WindowsBuild::LTSC2019)
+    );
+    assert_eq!(
+        WindowsBuild::parse_version("10.0.17763"),
+        Some(WindowsBuild::LTSC2019)
+    );
+    assert_eq!(WindowsBuild::parse_version("10.0.17763."), None);
+    assert_eq!(WindowsBuild::parse_version("10.0.17763.x1"), None);
+    assert_eq!(WindowsBuild::parse_version("10.0..1"), None);
+}
