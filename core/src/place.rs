@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::Toleration;
 use serde_json::{json, Map, Value};
 
+use crate::build::WindowsBuild;
 use crate::constraint::{Builds, Os};
 use crate::diagnostics::{Code, Diagnostic};
 use crate::labels::{selector_placement, OS_LABEL, WINDOWS_BUILD_LABEL};
@@ -208,7 +209,7 @@ fn windows_missing(
     }
     let pins = settings.pin_windows_build && !resolution.host_process;
     let node_builds = resolution.node_placement().windows.unwrap_or(Builds::Any);
-    match resolution.image_build() {
+    match pin_build(resolution, &node_builds) {
         Some(build) if pins && !node_builds.is_within(&resolution.image_builds()) => {
             missing.push(Missing::Selector {
                 key: WINDOWS_BUILD_LABEL,
@@ -238,6 +239,17 @@ fn windows_missing(
     }
     plan.violations.extend(host_process_rules(pod));
     missing
+}
+
+/// The build to pin: the images' own, unless the pod's node-selecting
+/// fields rule it out and leave another build that runs the images (a
+/// 2025 node for an ltsc2022 image under `windows-build NotIn [20348]`).
+fn pin_build(resolution: &Resolution, node_builds: &Builds) -> Option<WindowsBuild> {
+    let own = resolution.image_build()?;
+    match resolution.image_builds().intersect(node_builds) {
+        Builds::Only(set) if !set.contains(&own) => set.first().copied().or(Some(own)),
+        _ => Some(own),
+    }
 }
 
 /// A `NoExecute` Windows taint evicts a pod whose matching tolerations set

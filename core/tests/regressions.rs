@@ -54,10 +54,11 @@ fn quadratic_conflict_scan_still_names_the_odd_container() {
     assert_eq!(d.violations[0].path, "spec.containers[2999].image");
 }
 
-/// Found by the hostile-input tests: a pod with 100,000 tolerations went
-/// over the 2 s policy timeout through the module.
+/// From the hostile-input tests: 100,000 tolerations (5.7 MB, beyond the
+/// API server's request limit) take over 2 s through the module, JSON
+/// parsing alone 1.5 s. The time must at least stay linear in their count.
 #[test]
-fn quadratic_toleration_scan_over_100000_tolerations() {
+fn tolerations_scale_linearly_up_to_100000() {
     let time = |n: usize| {
         let tolerations: Vec<Value> = (0..n)
             .map(|i| json!({"key": format!("k{i}"), "operator": "Exists", "effect": "NoSchedule"}))
@@ -74,5 +75,38 @@ fn quadratic_toleration_scan_over_100000_tolerations() {
     assert!(
         ratio < 14.0,
         "12,500 tolerations {small:?}, 100,000 {large:?}"
+    );
+}
+
+/// Found by the structure-aware fuzz target's scheduler oracle: an
+/// ltsc2022 image under required affinity `windows-build NotIn
+/// [10.0.20348]` was pinned to 10.0.20348, which the affinity excludes, so
+/// the pod landed nowhere. A 2025 node runs ltsc2022 images (hcsshim
+/// CheckHostAndContainerCompat, ../shared/domain-facts.md): pin 10.0.26100.
+#[test]
+fn build_pin_contradicted_affinity_that_excludes_the_image_build() {
+    let affinity = |values: Value| {
+        json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "node.kubernetes.io/windows-build", "operator": "NotIn", "values": values}]}]}}})
+    };
+    let deployment = |values: Value| {
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+            "spec": {"template": {"spec": {"containers": [{"name": "c", "image": WINDOWS}], "affinity": affinity(values)}}}})
+    };
+    let d = create(&deployment(json!(["10.0.20348"])), &eks());
+    assert!(d.accepted, "{:?}", d.message());
+    let out = result_object(&deployment(json!(["10.0.20348"])), &d);
+    let selector = &out["spec"]["template"]["spec"]["nodeSelector"];
+    assert_eq!(
+        selector["node.kubernetes.io/windows-build"], "10.0.26100",
+        "{selector}"
+    );
+    // Unchanged when the affinity leaves the image's own build.
+    let d = create(&deployment(json!(["10.0.17763"])), &eks());
+    let out = result_object(&deployment(json!(["10.0.17763"])), &d);
+    let selector = &out["spec"]["template"]["spec"]["nodeSelector"];
+    assert_eq!(
+        selector["node.kubernetes.io/windows-build"], "10.0.20348",
+        "{selector}"
     );
 }
