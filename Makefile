@@ -15,6 +15,8 @@
 #   make test-release   annotated module, AdmissionReview host, real registry, kwctl/policy-server interop
 #   make test-context   context-aware placement: real registry, cluster fixtures, real policy-server
 #   make bench-lookup   per-request time with and without an image lookup
+#   make fuzz-smoke  each fuzz target for FUZZ_SMOKE_RUNS executions (part of `make test`)
+#   make fuzz        each fuzz target for FUZZ_RUNS executions, one after the other
 
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -39,6 +41,8 @@ APT_PACKAGES ?=
 APT_PACKAGES += binaryen
 # The release tests run a real OCI registry (CNCF distribution).
 APT_PACKAGES += docker-registry
+# The fuzz seeds are read from the YAML examples (fuzz/seeds.py).
+APT_PACKAGES += python3-yaml
 
 # Everything builds in the shared ./target: the host (wasmtime) is built once,
 # in the dev/test profile, and `run` reuses what `test` built.
@@ -88,6 +92,8 @@ test: deps
 	$(build-wasm)
 	OS_PLACEMENT_WASM="$(CURDIR)/$(WASM)" $(CARGO) test -p os-placement-e2e --lib --bins --test wasm
 	$(MAKE) --no-print-directory test-context
+	OS_PLACEMENT_WASM="$(CURDIR)/$(WASM)" $(CARGO) test -p os-placement-e2e --test hostile -- --nocapture --test-threads=1
+	$(MAKE) --no-print-directory fuzz-smoke
 	$(MAKE) --no-print-directory test-release
 	$(MAKE) --no-print-directory test-cli
 	$(MAKE) --no-print-directory test-playground
@@ -191,3 +197,43 @@ test-playground: playground-dist
 	@command -v chromium >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium; }
 	cd playground && npm ci --no-audit --no-fund
 	node --test-concurrency=1 playground/tests/browser.test.mjs
+
+# --- Fuzzing (fuzz/, its own workspace, built by cargo-fuzz with libFuzzer) ----------
+# Targets run one after the other (one process). Logs and final stats (executions,
+# coverage) go to fuzz/logs/<target>.log, crashes to fuzz/artifacts/<target>/.
+# The property tests (core/tests/properties.rs) take PROPTEST_CASES, e.g.
+#   PROPTEST_CASES=200000 cargo test -p os-placement-core --test properties
+CARGO_FUZZ_VERSION := 0.13.1
+FUZZ_TOOLCHAIN ?= nightly
+FUZZ_TARGETS := validate_payload evaluate_structured settings_payload image_reference windows_images_glob
+FUZZ_SMOKE_RUNS ?= 20000
+FUZZ_RUNS ?= 10000000
+
+.PHONY: fuzz-deps fuzz-seeds fuzz-smoke fuzz
+
+fuzz-deps: deps
+	rustup toolchain list | grep -q '^$(FUZZ_TOOLCHAIN)' || rustup toolchain install $(FUZZ_TOOLCHAIN) --profile minimal
+	@if [ "$$(cargo fuzz --version 2>/dev/null)" != "cargo-fuzz $(CARGO_FUZZ_VERSION)" ]; then \
+	  $(CARGO) install cargo-fuzz --locked --version "$(CARGO_FUZZ_VERSION)"; \
+	fi
+
+# Seeds from examples/ and the outside corpus (copied into fuzz/corpus, not committed).
+fuzz-seeds:
+	python3 fuzz/seeds.py "$(abspath $(or $(OS_PLACEMENT_CORPUS),../shared/corpus))"
+
+fuzz-smoke: fuzz-deps fuzz-seeds
+	FUZZ_TOOLCHAIN=$(FUZZ_TOOLCHAIN) fuzz/run.sh $(FUZZ_SMOKE_RUNS) $(FUZZ_TARGETS)
+
+fuzz: fuzz-deps fuzz-seeds
+	FUZZ_TOOLCHAIN=$(FUZZ_TOOLCHAIN) fuzz/run.sh $(FUZZ_RUNS) $(FUZZ_TARGETS)
+
+# Mutation testing of the rule modules: hours, outside CI (see README, Development).
+MUTANTS_VERSION := 27.1.0
+MUTANTS_FILES := resolve place constraint affinity toleration image build windows_rules settings
+
+.PHONY: mutants
+mutants:
+	@[ "$$(cargo mutants --version 2>/dev/null)" = "cargo-mutants $(MUTANTS_VERSION)" ] || \
+	  $(CARGO) install cargo-mutants --locked --version "$(MUTANTS_VERSION)"
+	$(CARGO) mutants --package os-placement-core --timeout 120 --output target/mutants \
+	  $(foreach m,$(MUTANTS_FILES),-f core/src/$(m).rs)

@@ -245,7 +245,7 @@ fn legacy_pin(
     missing: &mut Vec<Missing>,
     plan: &mut Plan,
 ) {
-    match resolution.image_build() {
+    match pin_build(resolution, node_builds) {
         Some(build) if pins && !node_builds.is_within(&resolution.image_builds()) => {
             missing.push(pin(build));
         }
@@ -299,7 +299,7 @@ fn build_placement(
             // One image build (and the hosts that also run it): its own pin.
             if let Some(own) = resolution.image_build() {
                 if allowed == Builds::compatible_hosts(own) {
-                    return Some(pin(own));
+                    return pin_build(resolution, node_builds).map(pin);
                 }
             }
             set.clone()
@@ -327,6 +327,17 @@ fn join_builds(builds: &BTreeSet<WindowsBuild>) -> String {
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The build to pin: the images' own, unless the pod's node-selecting
+/// fields rule it out and leave another build that runs the images (a
+/// 2025 node for an ltsc2022 image under `windows-build NotIn [20348]`).
+fn pin_build(resolution: &Resolution, node_builds: &Builds) -> Option<WindowsBuild> {
+    let own = resolution.image_build()?;
+    match resolution.image_builds().intersect(node_builds) {
+        Builds::Only(set) if !set.contains(&own) => set.first().copied().or(Some(own)),
+        _ => Some(own),
+    }
 }
 
 /// A `NoExecute` Windows taint evicts a pod whose matching tolerations set

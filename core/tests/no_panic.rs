@@ -10,6 +10,7 @@
 
 mod common;
 
+use os_placement_core::kinds::Kind;
 use os_placement_core::settings::SETTING_KEYS;
 use os_placement_core::{evaluate, Decision, Operation, Review, Settings};
 use serde_json::{json, Map, Value};
@@ -386,12 +387,16 @@ fn object(rng: &mut Rng, kind: &str) -> Value {
     object
 }
 
-fn spec_pointer(kind: &str) -> &'static str {
-    match kind {
-        "Pod" => "/spec",
-        "CronJob" => "/spec/jobTemplate/spec/template/spec",
-        _ => "/spec/template/spec",
-    }
+/// Where `kind` keeps its pod spec, from the core's own table.
+fn spec_pointer(kind: &str) -> String {
+    Kind::parse(kind)
+        .map(|k| {
+            k.pod_spec_fields()
+                .iter()
+                .map(|f| format!("/{f}"))
+                .collect()
+        })
+        .unwrap_or_else(|| "/spec".to_string())
 }
 
 /// Valid settings, from a small space that covers every option.
@@ -493,6 +498,7 @@ fn check_invariants(case: usize, review: &Review<'_>, settings: &Settings, d: &D
     };
     assert!(!d.patch.is_empty(), "{}", ctx());
     let prefix = spec_pointer(review.kind);
+    let prefix = prefix.as_str();
     for op in d.patch.iter().filter(|op| !common::is_record_op(op)) {
         assert_eq!(op.op, "add", "{}", ctx());
         let rest = op
