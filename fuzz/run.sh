@@ -17,4 +17,9 @@ for target in "$@"; do
     echo "$target: crash, see fuzz/logs/$target.log and fuzz/artifacts/$target" >&2
     exit 1
   fi
+  # A target that did not build or start never prints libFuzzer's closing line.
+  if ! grep -qE '^Done [0-9]+ runs' "logs/$target.log"; then
+    echo "$target: the fuzzer did not run to the end, see fuzz/logs/$target.log" >&2
+    exit 1
+  fi
 done
