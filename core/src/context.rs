@@ -72,10 +72,14 @@ pub fn lookup_warnings(pod: &PodView<'_>, settings: &Settings, facts: &Facts) ->
     notes
 }
 
+/// Characters of a host error quoted in a diagnostic: with the field path,
+/// the image and the fix, the line must stay within the API server's limit.
+const QUOTED_ERROR_CHARS: usize = 48;
+
 /// The error text, short enough for a warning line.
 pub(crate) fn short(error: &str) -> String {
-    let mut text: String = error.chars().take(100).collect();
-    if error.chars().count() > 100 {
+    let mut text: String = error.chars().take(QUOTED_ERROR_CHARS).collect();
+    if error.chars().count() > QUOTED_ERROR_CHARS {
         text.push('…');
     }
     text

@@ -353,6 +353,40 @@ fn failed_lookup_falls_back_with_a_warning_naming_image_and_error() {
     assert!(codes(&d).contains(&"lookup-failed"));
 }
 
+/// Regression: a long host error (policy-server's "Host error: ... not
+/// granted access ...") filled the warning, and the API server's 256-character
+/// cut removed the fix.
+#[test]
+fn long_lookup_error_keeps_the_fix_in_the_warning() {
+    let error = "Host error: Policy has not been granted access to the 'oci/v1/oci_manifest' host capability; caused by: error sending request for url";
+    let image = "docker.io/library/nginx:1.27.3";
+    let object = deployment(spec_with_images(&[image]));
+    let facts = Facts {
+        images: [(image.to_string(), ImageFacts::LookupFailed(error.into()))].into(),
+        ..Facts::default()
+    };
+    let d = with(&object, &eks(), &facts);
+    let lines = d.warning_lines();
+    let warning = lines
+        .iter()
+        .find(|w| w.contains("registry lookup"))
+        .unwrap();
+    assert!(warning.chars().count() <= 256, "{warning}");
+    assert!(
+        warning.ends_with("check the registry and the policy server's credentials"),
+        "{warning}"
+    );
+    let nodes = Facts {
+        nodes: Some(NodeFacts::LookupFailed(error.into())),
+        ..Facts::default()
+    };
+    let from_nodes = settings(json!({"windowsTaint": "fromNodes"}));
+    let d = with(&pod(spec_with_images(&[WIN2022])), &from_nodes, &nodes);
+    let lines = d.warning_lines();
+    let warning = lines.iter().find(|w| w.contains("Nodes")).unwrap();
+    assert!(!warning.ends_with('…'), "{warning}");
+}
+
 // ---- what to look up ----
 
 #[test]
