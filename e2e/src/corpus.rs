@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
+use os_placement_core::kinds::Kind;
 use serde_json::Value;
 
 /// `file -> os` from every Markdown table of SOURCES.md that has a `file` and an `os` column.
@@ -58,18 +59,10 @@ pub fn load_sources(corpus_dir: &Path) -> Result<BTreeMap<String, String>> {
 /// The pod spec of a Pod or a workload (`spec`, `spec.template.spec`,
 /// `spec.jobTemplate.spec.template.spec`).
 pub fn pod_spec(object: &Value) -> Option<&Value> {
-    let path: &[&str] = match object.get("kind")?.as_str()? {
-        "Pod" => &["spec"],
-        "CronJob" => &["spec", "jobTemplate", "spec", "template", "spec"],
-        "Deployment"
-        | "ReplicaSet"
-        | "StatefulSet"
-        | "DaemonSet"
-        | "ReplicationController"
-        | "Job" => &["spec", "template", "spec"],
-        _ => return None,
-    };
-    path.iter().try_fold(object, |v, key| v.get(key))
+    let kind = Kind::parse(object.get("kind")?.as_str()?)?;
+    kind.pod_spec_fields()
+        .iter()
+        .try_fold(object, |v, key| v.get(key))
 }
 
 /// `nodeSelector[kubernetes.io/os]` of a pod spec.

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use os_placement_core::kinds::Kind;
 use os_placement_e2e::corpus::{
     load_sources, malformed_message_lines, placement_problem, pod_spec,
 };
@@ -153,11 +154,15 @@ fn corpus_patches_are_confined_to_placement_fields() {
             continue;
         };
         let kind = entry.object.get("kind").and_then(Value::as_str);
-        let spec_pointer = match kind {
-            Some("Pod") => "/spec",
-            Some("CronJob") => "/spec/jobTemplate/spec/template/spec",
-            _ => "/spec/template/spec",
-        };
+        let spec_pointer: String = kind
+            .and_then(Kind::parse)
+            .map(|k| {
+                k.pod_spec_fields()
+                    .iter()
+                    .map(|f| format!("/{f}"))
+                    .collect()
+            })
+            .unwrap_or_else(|| panic!("{file}: not a kind the policy evaluates"));
         assert!(pod_spec(&entry.object).is_some(), "{file}: no pod spec");
         let selector = format!("{spec_pointer}/nodeSelector");
         let mut added = serde_json::Map::new();
@@ -185,7 +190,7 @@ fn corpus_patches_are_confined_to_placement_fields() {
                 added.insert(path.to_string(), op["value"].clone());
             }
             let field = path
-                .strip_prefix(spec_pointer)
+                .strip_prefix(spec_pointer.as_str())
                 .and_then(|rest| rest.strip_prefix('/'))
                 .and_then(|rest| rest.split('/').next());
             if op_kind != "add" || !field.is_some_and(|f| FIELDS.contains(&f)) {
