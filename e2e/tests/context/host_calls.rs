@@ -139,14 +139,8 @@ fn pushed_platforms_come_back_through_the_oci_host_calls() {
 /// the field masks the policy sends.
 fn inventory(cluster: &str) -> (BTreeSet<String>, BTreeSet<String>, usize) {
     let host = context(None, Some(cluster));
-    let masks = [
-        "metadata.name",
-        "metadata.labels",
-        "spec.taints",
-        "status.nodeInfo.operatingSystem",
-        "status.nodeInfo.architecture",
-        "status.nodeInfo.kernelVersion",
-    ];
+    // The masks the policy itself sends.
+    let masks = os_placement_policy::facts::NODE_FIELD_MASKS;
     let list = call(
         &*host,
         "kubernetes",
