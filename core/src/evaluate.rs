@@ -1,5 +1,6 @@
 //! Top level: an admission review and the settings in, a decision out.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::str::FromStr;
 
@@ -8,7 +9,7 @@ use serde_json::Value;
 
 use crate::constraint::{Os, Placement};
 use crate::diagnostics::{render, Code, Diagnostic};
-use crate::facts::{Facts, RuntimeClassFacts};
+use crate::facts::{Facts, Needs, RuntimeClassFacts};
 use crate::inventory::{no_node, Candidate};
 use crate::kinds::{FieldPath, Kind, SUPPORTED_KINDS};
 use crate::ownership::{annotation_op, owned_entries, reconcile, record_after, without, Owned};
@@ -113,6 +114,55 @@ impl<'a> Review<'a> {
     }
 }
 
+/// The pod spec of a review's object as read while working out the lookups,
+/// kept so the decision does not read and resolve it again.
+pub(crate) struct ReadPod<'a> {
+    pub pod: PodView<'a>,
+    /// The resolution without facts, when the lookups needed it.
+    pub resolution: Option<Resolution>,
+}
+
+/// An admission request read once: first what to look up outside it, then
+/// the decision with what was found. The same answers as
+/// [`needs_request`](crate::needs_request) then
+/// [`evaluate_request_with_facts`], without reading the pod twice.
+pub struct Admission<'a> {
+    review: Result<Review<'a>, Diagnostic>,
+    settings: &'a Settings,
+    needs: Needs,
+    read: Option<ReadPod<'a>>,
+}
+
+impl<'a> Admission<'a> {
+    /// Reads the request and works out what to look up.
+    pub fn new(request: &'a Value, settings: &'a Settings) -> Admission<'a> {
+        let review = Review::from_admission_request(request);
+        let (needs, read) = match &review {
+            Ok(review) => crate::facts::needs_reading(review, settings),
+            Err(_) => (Needs::default(), None),
+        };
+        Admission {
+            review,
+            settings,
+            needs,
+            read,
+        }
+    }
+
+    /// What the adapter should look up before [`Admission::decide`].
+    pub fn needs(&self) -> &Needs {
+        &self.needs
+    }
+
+    /// The decision, with the facts gathered for [`Admission::needs`].
+    pub fn decide(self, facts: &Facts) -> Decision {
+        match self.review {
+            Ok(review) => evaluate_read(&review, self.settings, facts, self.read),
+            Err(problem) => Decision::reject(vec![problem], Vec::new()),
+        }
+    }
+}
+
 /// What the policy says about one object.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -214,14 +264,36 @@ pub fn evaluate(review: &Review<'_>, settings: &Settings) -> Decision {
 /// settings (the settings' own entries win); image platforms and the node
 /// inventory refine the placement. Empty facts change nothing.
 pub fn evaluate_with_facts(review: &Review<'_>, settings: &Settings, facts: &Facts) -> Decision {
+    evaluate_read(review, settings, facts, None)
+}
+
+fn evaluate_read<'a>(
+    review: &Review<'a>,
+    settings: &Settings,
+    facts: &Facts,
+    read: Option<ReadPod<'a>>,
+) -> Decision {
     if matches!(review.operation, Operation::Delete | Operation::Connect) {
         return Decision::accept(Vec::new());
     }
-    let settings = crate::context::complete(settings, facts);
-    evaluate_in(review, &settings, facts)
+    let completed = crate::context::complete(settings, facts);
+    // A resolution without facts holds only while facts change nothing.
+    let read = match completed {
+        Cow::Borrowed(_) => read,
+        Cow::Owned(_) => read.map(|r| ReadPod {
+            resolution: None,
+            ..r
+        }),
+    };
+    evaluate_in(review, &completed, facts, read)
 }
 
-fn evaluate_in(review: &Review<'_>, settings: &Settings, facts: &Facts) -> Decision {
+fn evaluate_in<'a>(
+    review: &Review<'a>,
+    settings: &Settings,
+    facts: &Facts,
+    read: Option<ReadPod<'a>>,
+) -> Decision {
     let operation = review.operation;
     if matches!(operation, Operation::Delete | Operation::Connect) {
         return Decision::accept(Vec::new());
@@ -242,6 +314,9 @@ fn evaluate_in(review: &Review<'_>, settings: &Settings, facts: &Facts) -> Decis
         Err(d) => return Decision::reject(vec![d], Vec::new()),
     };
     if kind == Kind::Pod && operation == Operation::Update {
+        if let Some(read) = read {
+            return check_new_ephemeral_containers(&read.pod, review.old_object, settings, facts);
+        }
         return match PodView::read(spec.0, spec.1) {
             Ok(pod) => check_new_ephemeral_containers(&pod, review.old_object, settings, facts),
             Err(problems) => Decision::reject(problems, Vec::new()),
@@ -254,7 +329,10 @@ fn evaluate_in(review: &Review<'_>, settings: &Settings, facts: &Facts) -> Decis
     }
     if !settings.mutate || kind == Kind::Pod {
         // A Pod is never patched again after CREATE: nothing to own.
-        return decide(review.object, kind, settings, facts);
+        return materialize(
+            review.object,
+            decide(review.object, kind, settings, facts, read),
+        );
     }
     // The policy's own entries from an earlier admission are judged afresh.
     let selector = spec.1.field("nodeSelector").pointer().to_string();
@@ -262,7 +340,7 @@ fn evaluate_in(review: &Review<'_>, settings: &Settings, facts: &Facts) -> Decis
         .into_iter()
         .filter(|(pointer, _)| pointer.starts_with(&format!("{selector}/")))
         .collect();
-    let decision = decide(review.object, kind, settings, facts);
+    let decision = decide(review.object, kind, settings, facts, read);
     if decision.accepted || owned.is_empty() {
         return adopt(review.object, &owned, decision, &selector, false);
     }
@@ -271,7 +349,7 @@ fn evaluate_in(review: &Review<'_>, settings: &Settings, facts: &Facts) -> Decis
     adopt(
         review.object,
         &owned,
-        decide(&without(review.object, &owned), kind, settings, facts),
+        decide(&without(review.object, &owned), kind, settings, facts, None),
         &selector,
         true,
     )
@@ -279,17 +357,23 @@ fn evaluate_in(review: &Review<'_>, settings: &Settings, facts: &Facts) -> Decis
 
 /// Resolves and places the pod spec of `object`. Kept out of line: it is
 /// called from three places and carries the whole rule pipeline.
+/// `read` is `object`'s pod spec when already read.
 #[inline(never)]
-fn decide(object: &Value, kind: Kind, settings: &Settings, facts: &Facts) -> Decision {
-    let spec = match locate_pod_spec(object, kind) {
-        Ok(found) => found,
-        Err(d) => return Decision::reject(vec![d], Vec::new()),
+fn decide<'o>(
+    object: &'o Value,
+    kind: Kind,
+    settings: &Settings,
+    facts: &Facts,
+    read: Option<ReadPod<'o>>,
+) -> Decision {
+    let (pod, resolved) = match read {
+        Some(read) => (read.pod, read.resolution),
+        None => match read_pod(object, kind) {
+            Ok(pod) => (pod, None),
+            Err(problems) => return Decision::reject(problems, Vec::new()),
+        },
     };
-    let pod = match PodView::read(spec.0, spec.1) {
-        Ok(pod) => pod,
-        Err(problems) => return Decision::reject(problems, Vec::new()),
-    };
-    let mut resolution = resolve_with(&pod, settings, facts);
+    let mut resolution = resolved.unwrap_or_else(|| resolve_with(&pod, settings, facts));
     resolution
         .warnings
         .extend(crate::context::lookup_warnings(&pod, settings, facts));
@@ -308,12 +392,17 @@ fn decide(object: &Value, kind: Kind, settings: &Settings, facts: &Facts) -> Dec
     let mut warnings = resolution.warnings.clone();
     warnings.extend(plan.warnings);
     let decision = if plan.violations.is_empty() {
-        finish(object, plan.ops, warnings)
+        planned(plan.ops, warnings)
     } else {
         Decision::reject(plan.violations, warnings)
     };
     check_nodes(decision, object, kind, &resolution, settings, facts)
         .with_signals(&resolution, &pod)
+}
+
+fn read_pod(object: &Value, kind: Kind) -> Result<PodView<'_>, Vec<Diagnostic>> {
+    let (spec, path) = locate_pod_spec(object, kind).map_err(|d| vec![d])?;
+    PodView::read(spec, path)
 }
 
 /// A RuntimeClass the pod names that neither the settings nor the cluster
@@ -353,8 +442,11 @@ fn check_nodes(
     if !decision.accepted || !settings.node_inventory.reads_nodes() {
         return decision;
     }
-    let admitted = decision.mutated_object.as_ref().unwrap_or(object);
-    let Ok((spec, path)) = locate_pod_spec(admitted, kind) else {
+    let mut admitted = object.clone();
+    if apply(&mut admitted, &decision.patch).is_err() {
+        return decision;
+    }
+    let Ok((spec, path)) = locate_pod_spec(&admitted, kind) else {
         return decision;
     };
     let Ok(pod) = PodView::read(spec, path) else {
@@ -427,6 +519,27 @@ fn adopt(
     Decision {
         signals,
         ..finish(object, ops, decision.warnings)
+    }
+}
+
+/// Accepted with these operations, the object not yet patched: the caller
+/// either rebases them ([`adopt`]) or applies them ([`materialize`]).
+fn planned(ops: Vec<AddOp>, warnings: Vec<Diagnostic>) -> Decision {
+    Decision {
+        patch: ops,
+        ..Decision::accept(warnings)
+    }
+}
+
+/// Applies a [`planned`] decision's operations to a copy of the object.
+fn materialize(object: &Value, mut decision: Decision) -> Decision {
+    if !decision.accepted || decision.patch.is_empty() {
+        return decision;
+    }
+    let signals = std::mem::take(&mut decision.signals);
+    Decision {
+        signals,
+        ..finish(object, decision.patch, decision.warnings)
     }
 }
 

@@ -11,10 +11,11 @@ use serde_json::Value;
 
 use crate::build::WindowsBuild;
 use crate::constraint::{Builds, Placement};
-use crate::evaluate::{Operation, Review};
+use crate::evaluate::{Operation, ReadPod, Review};
 use crate::image::{classify, ImageOs};
 use crate::kinds::Kind;
 use crate::labels::{OS_LABEL, WINDOWS_BUILD_LABEL};
+use crate::resolve::{resolve_with, Resolution};
 use crate::settings::{ImageLookup, Isolation, Settings, Taint};
 use crate::spec::PodView;
 
@@ -294,18 +295,27 @@ pub fn needs_request(request: &Value, settings: &Settings) -> Needs {
 /// whose reference decides nothing, and only while the OS or the build is
 /// open; `always` asks for every image.
 pub fn needs(review: &Review<'_>, settings: &Settings) -> Needs {
+    needs_reading(review, settings).0
+}
+
+/// As [`needs`], keeping the pod as read (and its resolution without facts,
+/// when working out the lookups took one) so the decision need not read it again.
+pub(crate) fn needs_reading<'a>(
+    review: &Review<'a>,
+    settings: &Settings,
+) -> (Needs, Option<ReadPod<'a>>) {
     let mut needs = Needs::default();
     if matches!(review.operation, Operation::Delete | Operation::Connect) {
-        return needs;
+        return (needs, None);
     }
     let Some(kind) = Kind::parse(review.kind) else {
-        return needs;
+        return (needs, None);
     };
     let Ok((spec, path)) = crate::evaluate::locate_pod_spec(review.object, kind) else {
-        return needs;
+        return (needs, None);
     };
     let Ok(pod) = PodView::read(spec, path) else {
-        return needs;
+        return (needs, None);
     };
     if let Some(name) = pod.runtime_class_name {
         if settings.runtime_class(name).is_none() {
@@ -313,26 +323,35 @@ pub fn needs(review: &Review<'_>, settings: &Settings) -> Needs {
         }
     }
     needs.nodes = settings.node_inventory.reads_nodes() || settings.windows_taint_from_nodes;
-    needs.images = images_to_look_up(&pod, settings);
-    needs
+    let (images, resolution) = images_to_look_up(&pod, settings);
+    needs.images = images;
+    (needs, Some(ReadPod { pod, resolution }))
 }
 
-fn images_to_look_up(pod: &PodView<'_>, settings: &Settings) -> Vec<String> {
+fn images_to_look_up(pod: &PodView<'_>, settings: &Settings) -> (Vec<String>, Option<Resolution>) {
     let all = pod.containers.iter().filter_map(|c| c.image);
+    let mut resolution = None;
     let wanted: Vec<&str> = match settings.image_lookup {
         ImageLookup::Off => Vec::new(),
         ImageLookup::Always => all.collect(),
-        ImageLookup::Undecided if placement_fixed(pod, settings) => Vec::new(),
-        ImageLookup::Undecided => all
-            .filter(|image| {
-                matches!(
-                    classify(image, &settings.windows_images),
-                    ImageOs::Unknown
-                        | ImageOs::MaybeWindows { .. }
-                        | ImageOs::Windows { build: None, .. }
-                )
-            })
-            .collect(),
+        ImageLookup::Undecided => {
+            let resolved = resolve_with(pod, settings, &Facts::default());
+            let fixed = placement_fixed(&resolved, settings);
+            resolution = Some(resolved);
+            if fixed {
+                Vec::new()
+            } else {
+                all.filter(|image| {
+                    matches!(
+                        classify(image, &settings.windows_images),
+                        ImageOs::Unknown
+                            | ImageOs::MaybeWindows { .. }
+                            | ImageOs::Windows { build: None, .. }
+                    )
+                })
+                .collect()
+            }
+        }
     };
     let mut images: Vec<String> = Vec::new();
     for image in wanted {
@@ -340,14 +359,12 @@ fn images_to_look_up(pod: &PodView<'_>, settings: &Settings) -> Vec<String> {
             images.push(image.to_string());
         }
     }
-    images
+    (images, resolution)
 }
 
 /// Whether the pod's own fields already fix the OS and, for Windows, the
 /// build (or need none): then no image answer can change the placement.
-fn placement_fixed(pod: &PodView<'_>, settings: &Settings) -> bool {
-    let empty = Facts::default();
-    let resolution = crate::resolve::resolve_with(pod, settings, &empty);
+fn placement_fixed(resolution: &Resolution, settings: &Settings) -> bool {
     if !resolution.conflicts.is_empty() {
         // Rejected whatever the images are.
         return true;

@@ -1,6 +1,6 @@
 //! The kinds the policy handles and where each keeps its pod spec.
 
-use crate::patch::escape_token;
+use crate::patch::push_escaped;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -65,35 +65,55 @@ impl FieldPath {
     }
 
     pub fn field(&self, name: &str) -> FieldPath {
+        let mut display = String::with_capacity(self.display.len() + 1 + name.len());
+        display.push_str(&self.display);
+        if !display.is_empty() {
+            display.push('.');
+        }
+        display.push_str(name);
         FieldPath {
-            display: if self.display.is_empty() {
-                name.to_string()
-            } else {
-                format!("{}.{name}", self.display)
-            },
-            pointer: format!("{}/{}", self.pointer, escape_token(name)),
+            display,
+            pointer: self.child_pointer(name),
         }
     }
 
     pub fn index(&self, i: usize) -> FieldPath {
+        let digits = i.to_string();
+        let mut display = String::with_capacity(self.display.len() + 2 + digits.len());
+        display.push_str(&self.display);
+        display.push('[');
+        display.push_str(&digits);
+        display.push(']');
         FieldPath {
-            display: format!("{}[{i}]", self.display),
-            pointer: format!("{}/{i}", self.pointer),
+            display,
+            pointer: self.child_pointer(&digits),
         }
     }
 
     /// A map entry: `nodeSelector[kubernetes.io/os]`.
     pub fn key(&self, key: &str) -> FieldPath {
+        let mut display = String::with_capacity(self.display.len() + 2 + key.len());
+        display.push_str(&self.display);
+        display.push('[');
         // Keep one violation on one line whatever the key holds.
-        let shown = if key.chars().any(|c| c.is_control() || c == ']') {
-            format!("{key:?}")
+        if key.chars().any(|c| c.is_control() || c == ']') {
+            display.push_str(&format!("{key:?}"));
         } else {
-            key.to_string()
-        };
-        FieldPath {
-            display: format!("{}[{shown}]", self.display),
-            pointer: format!("{}/{}", self.pointer, escape_token(key)),
+            display.push_str(key);
         }
+        display.push(']');
+        FieldPath {
+            display,
+            pointer: self.child_pointer(key),
+        }
+    }
+
+    fn child_pointer(&self, token: &str) -> String {
+        let mut pointer = String::with_capacity(self.pointer.len() + 1 + token.len());
+        pointer.push_str(&self.pointer);
+        pointer.push('/');
+        push_escaped(&mut pointer, token);
+        pointer
     }
 
     pub fn display(&self) -> &str {

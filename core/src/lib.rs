@@ -28,8 +28,8 @@ pub mod windows_rules;
 
 pub use diagnostics::{Code, Diagnostic};
 pub use evaluate::{
-    evaluate, evaluate_request, evaluate_request_with_facts, evaluate_with_facts, Decision,
-    Operation, Review, MAX_WARNING_CHARS,
+    evaluate, evaluate_request, evaluate_request_with_facts, evaluate_with_facts, Admission,
+    Decision, Operation, Review, MAX_WARNING_CHARS,
 };
 pub use facts::{needs, needs_request, Facts, Needs};
 pub use landing::{landing, pools_from_value, Fit, NodePool, PoolLanding};

@@ -52,7 +52,25 @@ impl PatchOp {
 
 /// Escapes one reference token of a JSON Pointer.
 pub fn escape_token(token: &str) -> String {
-    token.replace('~', "~0").replace('/', "~1")
+    let mut escaped = String::with_capacity(token.len());
+    push_escaped(&mut escaped, token);
+    escaped
+}
+
+/// Appends `token` to `out`, escaped as one JSON Pointer reference token;
+/// one pass, no copy when nothing needs escaping.
+pub fn push_escaped(out: &mut String, token: &str) {
+    let mut rest = token;
+    while let Some(at) = rest.find(['~', '/']) {
+        out.push_str(rest.get(..at).unwrap_or_default());
+        out.push_str(if rest.get(at..at + 1) == Some("~") {
+            "~0"
+        } else {
+            "~1"
+        });
+        rest = rest.get(at + 1..).unwrap_or_default();
+    }
+    out.push_str(rest);
 }
 
 /// Joins a pointer prefix and one unescaped token.

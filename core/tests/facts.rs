@@ -15,7 +15,7 @@ use os_placement_core::facts::{
     SchedulingFacts,
 };
 use os_placement_core::{
-    evaluate_with_facts, needs, Decision, Facts, Needs, Operation, Review, Settings,
+    evaluate_with_facts, needs, Admission, Decision, Facts, Needs, Operation, Review, Settings,
 };
 use serde_json::{json, Value};
 
@@ -30,8 +30,20 @@ fn review(object: &Value) -> Review<'_> {
     }
 }
 
+/// Also checks that reading the request once ([`Admission`]) answers as
+/// the two separate calls do.
 fn with(object: &Value, settings: &Settings, facts: &Facts) -> Decision {
-    evaluate_with_facts(&review(object), settings, facts)
+    let decision = evaluate_with_facts(&review(object), settings, facts);
+    let request =
+        json!({"kind": {"kind": object["kind"]}, "operation": "CREATE", "object": object});
+    let admission = Admission::new(&request, settings);
+    assert_eq!(
+        admission.needs(),
+        &needs_of(object, settings),
+        "needs of {object}"
+    );
+    assert_eq!(admission.decide(facts), decision, "read once: {object}");
+    decision
 }
 
 fn needs_of(object: &Value, settings: &Settings) -> Needs {

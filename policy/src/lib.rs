@@ -3,7 +3,7 @@
 use kubewarden_policy_sdk::metadata::ProtocolVersion;
 use kubewarden_policy_sdk::response::ValidationResponse;
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
-use os_placement_core::{evaluate_request_with_facts, needs_request, Decision, Settings};
+use os_placement_core::{Admission, Decision, Settings};
 use serde_json::Value;
 use wapc_guest::{register_function, CallResult};
 
@@ -67,13 +67,13 @@ pub fn respond_with(payload: &[u8], host: &dyn facts::Host) -> ValidationRespons
         Ok(s) => s,
         Err(e) => return rejection(format!("invalid policy settings:\n{e}")),
     };
-    let needs = needs_request(request, &settings);
-    let facts = if needs.is_empty() {
+    let admission = Admission::new(request, &settings);
+    let facts = if admission.needs().is_empty() {
         Default::default()
     } else {
-        facts::gather(&needs, host)
+        facts::gather(admission.needs(), host)
     };
-    to_response(evaluate_request_with_facts(request, &settings, &facts))
+    to_response(admission.decide(&facts))
 }
 
 fn to_response(decision: Decision) -> ValidationResponse {

@@ -3,7 +3,7 @@
 
 use os_placement_core::kinds::Kind;
 use os_placement_core::ownership::ADDED_ANNOTATION;
-use os_placement_core::{evaluate, Decision, Operation, Review, Settings};
+use os_placement_core::{evaluate, needs, Admission, Decision, Facts, Operation, Review, Settings};
 use serde_json::{json, Value};
 
 use crate::props::gen::{spec_pointer, wrap, Case};
@@ -18,16 +18,29 @@ const PLACEMENT_FIELDS: &[&str] = &[
     "affinity",
 ];
 
+/// The decision on a CREATE; reading the request once ([`Admission`]) must
+/// ask for the same lookups and, with none answered, decide the same.
 pub fn create(kind_name: &str, object: &Value, settings: &Settings) -> Decision {
-    evaluate(
-        &Review {
-            kind: kind_name,
-            operation: Operation::Create,
-            object,
-            old_object: None,
-        },
-        settings,
-    )
+    let review = Review {
+        kind: kind_name,
+        operation: Operation::Create,
+        object,
+        old_object: None,
+    };
+    let decision = evaluate(&review, settings);
+    let request = json!({"kind": {"kind": kind_name}, "operation": "CREATE", "object": object});
+    let admission = Admission::new(&request, settings);
+    assert_eq!(
+        admission.needs(),
+        &needs(&review, settings),
+        "read once: needs"
+    );
+    assert_eq!(
+        admission.decide(&Facts::default()),
+        decision,
+        "read once: decision"
+    );
+    decision
 }
 
 /// Checks every property on one case.
