@@ -150,7 +150,7 @@ bench-deps: deps
 bench: build bench-deps
 	$(build-floor)
 	$(CARGO) build --release -p os-placement-e2e --bin os-placement-bench
-	target/release/os-placement-bench --wasm $(WASM) --floor $(FLOOR_WASM)
+	target/release/os-placement-bench --wasm $(WASM) --floor $(FLOOR_WASM) $(BENCH_ARGS)
 
 # Throughput and latency through the real policy-server (KUBEWARDEN_BIN), with wrk.
 bench-server: build bench-deps

@@ -12,7 +12,11 @@ use crate::spec::PodView;
 /// The settings the rules use for this request. The settings' own
 /// RuntimeClasses win, as they did before the cluster was read.
 pub fn complete<'s>(settings: &'s Settings, facts: &Facts) -> Cow<'s, Settings> {
-    if *facts == Facts::default() && !settings.windows_taint_from_nodes {
+    let adds_class = facts.runtime_classes.iter().any(|(name, found)| {
+        matches!(found, RuntimeClassFacts::Found(_)) && settings.runtime_class(name).is_none()
+    });
+    if !adds_class && !settings.windows_taint_from_nodes {
+        // Image platforms and a node list alone change no setting.
         return Cow::Borrowed(settings);
     }
     let mut completed = settings.clone();

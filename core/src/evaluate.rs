@@ -131,6 +131,7 @@ pub struct Admission<'a> {
     settings: &'a Settings,
     needs: Needs,
     read: Option<ReadPod<'a>>,
+    signals: bool,
 }
 
 impl<'a> Admission<'a> {
@@ -146,7 +147,15 @@ impl<'a> Admission<'a> {
             settings,
             needs,
             read,
+            signals: true,
         }
+    }
+
+    /// Leaves [`Decision::signals`] empty: an admission webhook answers
+    /// with the verdict and the patch only, so it skips building them.
+    pub fn without_signals(mut self) -> Admission<'a> {
+        self.signals = false;
+        self
     }
 
     /// What the adapter should look up before [`Admission::decide`].
@@ -157,7 +166,7 @@ impl<'a> Admission<'a> {
     /// The decision, with the facts gathered for [`Admission::needs`].
     pub fn decide(self, facts: &Facts) -> Decision {
         match self.review {
-            Ok(review) => evaluate_read(&review, self.settings, facts, self.read),
+            Ok(review) => evaluate_read(&review, self.settings, facts, self.read, self.signals),
             Err(problem) => Decision::reject(vec![problem], Vec::new()),
         }
     }
@@ -205,7 +214,15 @@ impl Decision {
         }
     }
 
-    fn with_signals(mut self, resolution: &Resolution, pod: &PodView<'_>) -> Decision {
+    fn with_signals(
+        mut self,
+        report: bool,
+        resolution: &Resolution,
+        pod: &PodView<'_>,
+    ) -> Decision {
+        if !report {
+            return self;
+        }
         self.signals = resolution
             .signals
             .iter()
@@ -264,7 +281,7 @@ pub fn evaluate(review: &Review<'_>, settings: &Settings) -> Decision {
 /// settings (the settings' own entries win); image platforms and the node
 /// inventory refine the placement. Empty facts change nothing.
 pub fn evaluate_with_facts(review: &Review<'_>, settings: &Settings, facts: &Facts) -> Decision {
-    evaluate_read(review, settings, facts, None)
+    evaluate_read(review, settings, facts, None, true)
 }
 
 fn evaluate_read<'a>(
@@ -272,20 +289,22 @@ fn evaluate_read<'a>(
     settings: &Settings,
     facts: &Facts,
     read: Option<ReadPod<'a>>,
+    signals: bool,
 ) -> Decision {
     if matches!(review.operation, Operation::Delete | Operation::Connect) {
         return Decision::accept(Vec::new());
     }
     let completed = crate::context::complete(settings, facts);
-    // A resolution without facts holds only while facts change nothing.
-    let read = match completed {
-        Cow::Borrowed(_) => read,
-        Cow::Owned(_) => read.map(|r| ReadPod {
+    // A resolution without facts holds only while there are none.
+    let facts_change_nothing = matches!(completed, Cow::Borrowed(_)) && facts.is_empty();
+    let read = match read {
+        Some(r) if !facts_change_nothing => Some(ReadPod {
             resolution: None,
             ..r
         }),
+        read => read,
     };
-    evaluate_in(review, &completed, facts, read)
+    evaluate_in(review, &completed, facts, read, signals)
 }
 
 fn evaluate_in<'a>(
@@ -293,6 +312,7 @@ fn evaluate_in<'a>(
     settings: &Settings,
     facts: &Facts,
     read: Option<ReadPod<'a>>,
+    signals: bool,
 ) -> Decision {
     let operation = review.operation;
     if matches!(operation, Operation::Delete | Operation::Connect) {
@@ -315,10 +335,18 @@ fn evaluate_in<'a>(
     };
     if kind == Kind::Pod && operation == Operation::Update {
         if let Some(read) = read {
-            return check_new_ephemeral_containers(&read.pod, review.old_object, settings, facts);
+            return check_new_ephemeral_containers(
+                &read.pod,
+                review.old_object,
+                settings,
+                facts,
+                signals,
+            );
         }
         return match PodView::read(spec.0, spec.1) {
-            Ok(pod) => check_new_ephemeral_containers(&pod, review.old_object, settings, facts),
+            Ok(pod) => {
+                check_new_ephemeral_containers(&pod, review.old_object, settings, facts, signals)
+            }
             Err(problems) => Decision::reject(problems, Vec::new()),
         };
     }
@@ -331,7 +359,7 @@ fn evaluate_in<'a>(
         // A Pod is never patched again after CREATE: nothing to own.
         return materialize(
             review.object,
-            decide(review.object, kind, settings, facts, read),
+            decide(review.object, kind, settings, facts, read, signals),
         );
     }
     // The policy's own entries from an earlier admission are judged afresh.
@@ -340,7 +368,7 @@ fn evaluate_in<'a>(
         .into_iter()
         .filter(|(pointer, _)| pointer.starts_with(&format!("{selector}/")))
         .collect();
-    let decision = decide(review.object, kind, settings, facts, read);
+    let decision = decide(review.object, kind, settings, facts, read, signals);
     if decision.accepted || owned.is_empty() {
         return adopt(review.object, &owned, decision, &selector, false);
     }
@@ -349,7 +377,14 @@ fn evaluate_in<'a>(
     adopt(
         review.object,
         &owned,
-        decide(&without(review.object, &owned), kind, settings, facts, None),
+        decide(
+            &without(review.object, &owned),
+            kind,
+            settings,
+            facts,
+            None,
+            signals,
+        ),
         &selector,
         true,
     )
@@ -365,6 +400,7 @@ fn decide<'o>(
     settings: &Settings,
     facts: &Facts,
     read: Option<ReadPod<'o>>,
+    signals: bool,
 ) -> Decision {
     let (pod, resolved) = match read {
         Some(read) => (read.pod, read.resolution),
@@ -380,8 +416,11 @@ fn decide<'o>(
     let mut conflicts = resolution.conflicts.clone();
     conflicts.extend(missing_runtime_class(&pod, settings, facts));
     if !conflicts.is_empty() {
-        return Decision::reject(conflicts, resolution.warnings.clone())
-            .with_signals(&resolution, &pod);
+        return Decision::reject(conflicts, resolution.warnings.clone()).with_signals(
+            signals,
+            &resolution,
+            &pod,
+        );
     }
     let merge = match kind {
         Kind::Pod => RuntimeClassMerge::ByPolicy,
@@ -396,8 +435,11 @@ fn decide<'o>(
     } else {
         Decision::reject(plan.violations, warnings)
     };
-    check_nodes(decision, object, kind, &resolution, settings, facts)
-        .with_signals(&resolution, &pod)
+    check_nodes(decision, object, kind, &resolution, settings, facts).with_signals(
+        signals,
+        &resolution,
+        &pod,
+    )
 }
 
 fn read_pod(object: &Value, kind: Kind) -> Result<PodView<'_>, Vec<Diagnostic>> {
@@ -609,6 +651,7 @@ fn check_new_ephemeral_containers(
     old_object: Option<&Value>,
     settings: &Settings,
     facts: &Facts,
+    signals: bool,
 ) -> Decision {
     let old_names = old_ephemeral_names(old_object);
     let ephemeral = |index: usize| {
@@ -668,7 +711,7 @@ fn check_new_ephemeral_containers(
     } else {
         Decision::reject(violations, Vec::new())
     };
-    decision.with_signals(&resolution, pod)
+    decision.with_signals(signals, &resolution, pod)
 }
 
 /// Where a running pod with no OS signal of its own can be: off Windows

@@ -177,6 +177,11 @@ impl NodeFact {
 }
 
 impl Facts {
+    /// Whether nothing was gathered: the rules see only the request and the settings.
+    pub fn is_empty(&self) -> bool {
+        self.images.is_empty() && self.runtime_classes.is_empty() && self.nodes.is_none()
+    }
+
     /// The listed nodes, when the inventory was read.
     pub fn listed_nodes(&self) -> Option<&[NodeFact]> {
         match &self.nodes {

@@ -8,6 +8,9 @@ use serde_json::Value;
 use wapc_guest::{register_function, CallResult};
 
 pub mod facts;
+pub mod payload;
+
+use payload::Payload;
 
 #[no_mangle]
 pub extern "C" fn wapc_init() {
@@ -56,18 +59,18 @@ pub fn respond(payload: &[u8]) -> ValidationResponse {
 /// As [`respond`], with facts gathered from `host`: no call at all when
 /// the request needs none.
 pub fn respond_with(payload: &[u8], host: &dyn facts::Host) -> ValidationResponse {
-    let payload: Value = match serde_json::from_slice(payload) {
-        Ok(v) => v,
+    let payload: Payload = match serde_json::from_slice(payload) {
+        Ok(p) => p,
         Err(e) => return rejection(format!("validation payload: not valid JSON: {e}")),
     };
-    let Some(request) = payload.get("request").filter(|r| r.is_object()) else {
+    let Some(request) = &payload.request else {
         return rejection("validation payload: the admission request is missing".to_string());
     };
-    let settings = match Settings::from_value(payload.get("settings").unwrap_or(&Value::Null)) {
+    let settings = match Settings::from_value(&payload.settings) {
         Ok(s) => s,
         Err(e) => return rejection(format!("invalid policy settings:\n{e}")),
     };
-    let admission = Admission::new(request, &settings);
+    let admission = Admission::new(request, &settings).without_signals();
     let facts = if admission.needs().is_empty() {
         Default::default()
     } else {

@@ -27,6 +27,8 @@ struct Options {
     rounds: usize,
     json: PathBuf,
     write_reviews: Option<PathBuf>,
+    /// An earlier build of os-placement, run with the same settings.
+    baseline: Option<PathBuf>,
 }
 
 fn parse_args() -> Result<Options> {
@@ -41,6 +43,7 @@ fn parse_args() -> Result<Options> {
         rounds: 100,
         json: root.join("target/bench/bench.json"),
         write_reviews: None,
+        baseline: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -57,9 +60,10 @@ fn parse_args() -> Result<Options> {
             "--rounds" => o.rounds = value.parse().context("--rounds takes a number")?,
             "--json" => o.json = value.into(),
             "--write-reviews" => o.write_reviews = Some(value.into()),
+            "--baseline" => o.baseline = Some(value.into()),
             other => bail!(
                 "unknown flag {other}: use --wasm, --floor, --peers DIR, --corpus DIR, --cases DIR, \
-                 --settings FILE, --rounds N, --json FILE, --write-reviews DIR"
+                 --settings FILE, --rounds N, --json FILE, --write-reviews DIR, --baseline FILE"
             ),
         }
     }
@@ -427,8 +431,19 @@ fn load_policies(options: &Options) -> Result<(Vec<Policy>, Vec<PathBuf>)> {
                 options.floor.display()
             )
         })?,
-        Policy::load("os-placement", &options.wasm, settings)?,
+        Policy::load("os-placement", &options.wasm, settings.clone())?,
     ];
+    // The same module without image lookups: what the request alone costs.
+    let mut no_lookup = settings.clone();
+    if let Some(map) = no_lookup.as_object_mut() {
+        map.insert("imageLookup".into(), json!("off"));
+    }
+    policies.push(Policy::load("lookup off", &options.wasm, no_lookup)?);
+    paths.push(options.wasm.clone());
+    if let Some(baseline) = &options.baseline {
+        policies.push(Policy::load("baseline", baseline, settings)?);
+        paths.push(baseline.clone());
+    }
     let peers = std::fs::read_dir(&options.peers)
         .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
         .unwrap_or_else(|_| {

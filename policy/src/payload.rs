@@ -1,0 +1,241 @@
+//! The validation payload, read narrowly: the settings and the four request
+//! fields the core reads (`kind`, `operation`, `object`, `oldObject`) become
+//! JSON values; every other request field (`userInfo`, `resource`,
+//! `options`, ...) is skipped without being built. Duplicate keys keep the
+//! last value, as a full parse would.
+
+use std::fmt;
+
+use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+
+/// `{"request": ..., "settings": ...}`.
+#[derive(Debug, Default)]
+pub struct Payload {
+    /// The admission request's fields the core reads, as an object; `None`
+    /// when the payload has no request object.
+    pub request: Option<Value>,
+    /// The policy settings; `Null` when absent.
+    pub settings: Value,
+}
+
+impl<'de> Deserialize<'de> for Payload {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Payload, D::Error> {
+        let payload = deserializer.deserialize_any(ObjectOrNothing(Level::Payload))?;
+        Ok(match payload {
+            Read::Payload(p) => p,
+            _ => Payload::default(),
+        })
+    }
+}
+
+/// A request read narrowly; anything but an object reads as no request.
+struct NarrowRequest(Option<Value>);
+
+impl<'de> Deserialize<'de> for NarrowRequest {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<NarrowRequest, D::Error> {
+        Ok(
+            match deserializer.deserialize_any(ObjectOrNothing(Level::Request))? {
+                Read::Request(fields) => NarrowRequest(Some(Value::Object(fields))),
+                _ => NarrowRequest(None),
+            },
+        )
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Level {
+    Payload,
+    Request,
+}
+
+enum Read {
+    Payload(Payload),
+    Request(Map<String, Value>),
+    Nothing,
+}
+
+/// Reads an object at one level; any other JSON value is skipped.
+struct ObjectOrNothing(Level);
+
+/// The keys read at either level, recognised without allocating.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Key {
+    Request,
+    Settings,
+    Kind,
+    Operation,
+    Object,
+    OldObject,
+    Other,
+}
+
+impl Key {
+    fn name(self) -> &'static str {
+        match self {
+            Key::Request => "request",
+            Key::Settings => "settings",
+            Key::Kind => "kind",
+            Key::Operation => "operation",
+            Key::Object => "object",
+            Key::OldObject => "oldObject",
+            Key::Other => "",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Key, D::Error> {
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
+struct KeyVisitor;
+
+impl Visitor<'_> for KeyVisitor {
+    type Value = Key;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a field name")
+    }
+
+    fn visit_str<E>(self, key: &str) -> Result<Key, E> {
+        Ok(match key {
+            "request" => Key::Request,
+            "settings" => Key::Settings,
+            "kind" => Key::Kind,
+            "operation" => Key::Operation,
+            "object" => Key::Object,
+            "oldObject" => Key::OldObject,
+            _ => Key::Other,
+        })
+    }
+}
+
+impl<'de> Visitor<'de> for ObjectOrNothing {
+    type Value = Read;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Read, A::Error> {
+        match self.0 {
+            Level::Payload => {
+                let mut payload = Payload::default();
+                while let Some(key) = map.next_key::<Key>()? {
+                    match key {
+                        Key::Request => payload.request = map.next_value::<NarrowRequest>()?.0,
+                        Key::Settings => payload.settings = map.next_value()?,
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(Read::Payload(payload))
+            }
+            Level::Request => {
+                let mut fields = Map::new();
+                while let Some(key) = map.next_key::<Key>()? {
+                    match key {
+                        Key::Kind | Key::Operation | Key::Object | Key::OldObject => {
+                            fields.insert(key.name().to_string(), map.next_value()?);
+                        }
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(Read::Request(fields))
+            }
+        }
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Read, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Read::Nothing)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Read, E> {
+        Ok(Read::Nothing)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Read, E> {
+        Ok(Read::Nothing)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Read, E> {
+        Ok(Read::Nothing)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Read, E> {
+        Ok(Read::Nothing)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Read, E> {
+        Ok(Read::Nothing)
+    }
+
+    fn visit_unit<E>(self) -> Result<Read, E> {
+        Ok(Read::Nothing)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use serde_json::json;
+
+    fn read(text: &str) -> Payload {
+        serde_json::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn keeps_the_fields_the_core_reads_and_drops_the_rest() {
+        let p = read(
+            r#"{"request": {"uid": "u", "userInfo": {"groups": ["a"]}, "kind": {"kind": "Pod"},
+                "operation": "CREATE", "object": {"spec": {}}, "oldObject": null,
+                "options": {"dryRun": [1, 2]}}, "settings": {"mutate": false}}"#,
+        );
+        assert_eq!(
+            p.request,
+            Some(json!({"kind": {"kind": "Pod"}, "operation": "CREATE",
+                        "object": {"spec": {}}, "oldObject": null}))
+        );
+        assert_eq!(p.settings, json!({"mutate": false}));
+    }
+
+    #[test]
+    fn duplicate_keys_keep_the_last_value_like_a_full_parse() {
+        let p = read(r#"{"request": {"operation": "DELETE", "operation": "CREATE"}}"#);
+        assert_eq!(p.request, Some(json!({"operation": "CREATE"})));
+        assert_eq!(p.settings, Value::Null);
+    }
+
+    #[test]
+    fn a_request_that_is_not_an_object_is_no_request() {
+        for text in [
+            r#"{"request": "x"}"#,
+            r#"{"request": [1, {"a": 2}]}"#,
+            "[]",
+            "7",
+            "null",
+            "{}",
+        ] {
+            assert_eq!(read(text).request, None, "{text}");
+        }
+    }
+
+    #[test]
+    fn invalid_json_is_still_an_error() {
+        for text in [
+            r#"{"request": {"object": }"#,
+            r#"{"request": {"userInfo": [1,}}"#,
+            "",
+        ] {
+            assert!(serde_json::from_str::<Payload>(text).is_err(), "{text}");
+        }
+    }
+}
