@@ -72,3 +72,50 @@ fn windows_version_revision_must_be_digits() {
     assert_eq!(WindowsBuild::parse_version("10.0.17763.x1"), None);
     assert_eq!(WindowsBuild::parse_version("10.0..1"), None);
 }
+
+/// build.rs `WindowsBuild::parse_version`: the build part is digits only.
+/// Rust's `u32` parser also takes a leading `+`, so `10.0.+17763` must be
+/// refused before it reaches it. Upstream: the kubelet writes the label as
+/// `%d.%d.%d` (pkg/kubelet/kubelet_node_status_windows.go).
+#[test]
+fn windows_build_version_with_a_sign_is_no_build() {
+    use os_placement_core::build::WindowsBuild;
+    assert_eq!(
+        WindowsBuild::parse_version("10.0.17763").map(WindowsBuild::number),
+        Some(17763)
+    );
+    assert_eq!(WindowsBuild::parse_version("10.0.+17763"), None);
+    assert_eq!(WindowsBuild::parse_version("10.0.+17763.1"), None);
+}
+
+/// image.rs `valid_registry`: a registry host is letters, digits, `.`, `-`
+/// (and a port); `bad!host.com/app` is no reference, so it says nothing.
+/// Upstream: distribution/reference `domainComponent` (regexp.go).
+#[test]
+fn registry_with_a_character_no_host_has_is_no_reference() {
+    use os_placement_core::image::ImageRef;
+    let ok = ImageRef::parse("my-host.example.com:5000/app:1").expect("a reference");
+    assert_eq!(ok.registry, Some("my-host.example.com:5000"));
+    for bad in ["bad!host.com/app:1", "bad host.com/app:1", "host.c*m/app"] {
+        assert!(ImageRef::parse(bad).is_none(), "{bad}");
+    }
+}
+
+/// image.rs `release_of_word`: a release may follow its Windows word after
+/// up to two fillers (`windows-server-core-2022`), not three.
+/// Upstream: the Windows base image names list "Windows Server Core 2022"
+/// (learn.microsoft.com, container base images).
+#[test]
+fn windows_word_reaches_its_release_over_two_fillers() {
+    use os_placement_core::build::WindowsBuild;
+    use os_placement_core::image::{classify, ImageOs};
+    let build = |image: &str| match classify(image, &[]) {
+        ImageOs::Windows { build, .. } => build.map(WindowsBuild::number),
+        other => panic!("{image}: {other:?}"),
+    };
+    assert_eq!(build("example.com/win-server-core-2022:1"), Some(20348));
+    assert_eq!(
+        build("example.com/tools/app:windows-server-core-2022"),
+        Some(20348)
+    );
+}
