@@ -175,7 +175,6 @@ impl<'a> FieldReader<'a, '_> {
 
     fn string_map(&mut self, name: &str) -> BTreeMap<String, String> {
         let mut map = BTreeMap::new();
-        let path = self.path.field(name);
         let Some(entries) = self.object(name) else {
             return map;
         };
@@ -184,9 +183,11 @@ impl<'a> FieldReader<'a, '_> {
                 Value::String(s) => {
                     map.insert(key.clone(), s.clone());
                 }
-                other => self
-                    .problems
-                    .push(malformed(&path.key(key), "a string", other)),
+                other => self.problems.push(malformed(
+                    &self.path.field(name).key(key),
+                    "a string",
+                    other,
+                )),
             }
         }
         map
@@ -205,8 +206,8 @@ impl<'a> FieldReader<'a, '_> {
     }
 
     fn typed_list<T: DeserializeOwned>(&mut self, name: &str) -> Vec<T> {
-        let path = self.path.field(name);
         let items = self.list(name);
+        let path = self.path;
         items
             .iter()
             .enumerate()
@@ -216,7 +217,7 @@ impl<'a> FieldReader<'a, '_> {
                     Err(e) => {
                         self.problems.push(Diagnostic::new(
                             Code::MalformedObject,
-                            path.index(i).display(),
+                            path.field(name).index(i).display(),
                             format!("cannot be read: {e}"),
                             "fix the manifest so it matches the Kubernetes API",
                         ));
@@ -228,8 +229,11 @@ impl<'a> FieldReader<'a, '_> {
     }
 
     fn containers(&mut self, list: ContainerList) -> Vec<ContainerView<'a>> {
-        let list_path = self.path.field(list.field());
         let items = self.list(list.field());
+        if items.is_empty() {
+            return Vec::new();
+        }
+        let list_path = self.path.field(list.field());
         let mut views = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
             let path = list_path.index(i);
