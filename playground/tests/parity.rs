@@ -164,7 +164,7 @@ fn corpus_matches_the_policy() {
             dir.display()
         );
         eprintln!(
-            "SKIPPED corpus_matches_the_policy: no corpus at {}",
+            "SKIPPED: corpus_matches_the_policy: no corpus at {}",
             dir.display()
         );
         return;
