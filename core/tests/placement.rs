@@ -468,6 +468,9 @@ fn prefer_runtime_class_fallback_for_a_linux_pod_mentions_no_toleration() {
 fn prefer_runtime_class_does_not_pick_a_class_pinning_a_build_the_pod_does_not_need() {
     let object = pod_with_images(&[WIN_NO_BUILD]);
     let d = mutate(&object, &prefer_rc());
+    // Placed by selector instead: a rejection would pick no class either.
+    assert!(d.accepted, "{}", message(&d));
+    assert!(op_value(&d, NS).is_some(), "{:?}", d.patch);
     assert!(
         op_value(&d, "/spec/runtimeClassName").is_none(),
         "{:?}",
