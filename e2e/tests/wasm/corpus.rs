@@ -78,14 +78,27 @@ fn sources_cover_the_corpus() {
 }
 
 /// Never a trap; accepted means placed on the documented OS; rejected means
-/// a message whose every line is `<path>: <what>; <fix>`.
+/// a message whose every line is `<path>: <what>; <fix>`; and the verdict is
+/// the core's (core/tests/corpus.rs pins those per file), so a module that
+/// rejected every manifest cleanly would not pass.
 #[test]
 fn corpus_is_placed_or_rejected_cleanly() {
     let mut failures = Vec::new();
     let Some(entries) = corpus() else { return };
+    let settings = os_placement_core::Settings::default();
     for entry in entries {
         let file = &entry.file;
+        let request = admission_request(&entry.object, "CREATE", None, None);
+        let core = os_placement_core::evaluate_request(&request, &settings);
         match evaluate(&entry.object) {
+            Ok(evaluation) if evaluation.response.accepted != core.accepted => {
+                failures.push(format!(
+                    "{file}: accepted {} through the wasm, {} by the core: {}",
+                    evaluation.response.accepted,
+                    core.accepted,
+                    evaluation.response.message()
+                ))
+            }
             Err(e) => failures.push(format!("{file}: policy failed (waPC error/trap): {e:#}")),
             Ok(evaluation) if evaluation.response.accepted => {
                 let placed = evaluation.resulting_object(&entry.object);
