@@ -1211,7 +1211,13 @@ mod tests {
                 "corpus not found at {}",
                 dir.display()
             );
-            eprintln!("SKIPPED: corpus not found at {}", dir.display());
+            // Straight to stderr: the test harness captures `eprintln!` of passing tests.
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "SKIPPED: corpus not found at {}",
+                dir.display()
+            );
             return;
         };
         let mut seen = 0;
