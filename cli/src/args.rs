@@ -170,15 +170,18 @@ mod tests {
 
     #[test]
     fn settings_and_preset_are_exclusive() {
-        let parsed = Cli::try_parse_from([
-            "os-placement",
-            "check",
-            "x.yaml",
-            "--settings",
-            "s.yaml",
-            "--preset",
-            "eks",
-        ]);
-        assert!(parsed.is_err());
+        let with = |extra: &[&str]| {
+            let mut args = vec!["os-placement", "check", "x.yaml"];
+            args.extend_from_slice(extra);
+            Cli::try_parse_from(args)
+        };
+        // Each alone parses, so the error below is the conflict, not a typo.
+        assert!(with(&["--settings", "s.yaml"]).is_ok());
+        assert!(with(&["--preset", "eks"]).is_ok());
+        let parsed = with(&["--settings", "s.yaml", "--preset", "eks"]);
+        assert_eq!(
+            parsed.map(|_| ()).unwrap_err().kind(),
+            clap::error::ErrorKind::ArgumentConflict
+        );
     }
 }

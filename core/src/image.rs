@@ -1211,7 +1211,13 @@ mod tests {
                 "corpus not found at {}",
                 dir.display()
             );
-            eprintln!("SKIPPED: corpus not found at {}", dir.display());
+            // Straight to stderr: the test harness captures `eprintln!` of passing tests.
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "SKIPPED: corpus not found at {}",
+                dir.display()
+            );
             return;
         };
         let mut seen = 0;
@@ -1284,14 +1290,13 @@ mod tests {
             ImageRule::new("*a*?[!b]*", None).unwrap(),
             ImageRule::new("[é-ǅ]*", None).unwrap(),
         ];
-        let mut count = 0;
+        // Reaching the end is the assertion: a count of the calls made could not fail.
         for a in pieces {
             for b in pieces {
                 for c in ["", ":", "/", "@"] {
                     let s = format!("{a}{c}{b}");
                     let _ = classify(&s, &[]);
                     let _ = classify(&s, &rules);
-                    count += 1;
                 }
             }
         }
@@ -1306,10 +1311,8 @@ mod tests {
                 .collect();
             let s = String::from_utf8_lossy(&bytes);
             let _ = classify(&s, &rules);
-            count += 1;
         }
         let huge = format!("{}:{}", "a/".repeat(10_000), "ltsc2019-".repeat(10_000));
         assert!(matches!(classify(&huge, &[]), ImageOs::Unknown));
-        assert!(count > 300);
     }
 }

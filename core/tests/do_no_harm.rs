@@ -461,6 +461,7 @@ fn property_pods_choosing_nodes_by_other_means_get_no_os_selector() {
 #[test]
 fn property_bound_pods_never_get_a_selector() {
     let mut rng = Rng(0x5eed_1234_abcd_0002);
+    let (mut accepted, mut patched) = (0, 0);
     for case in 0..2000 {
         let s = generated_settings(&mut rng);
         let images: Vec<&str> = (0..1 + rng.next() % 2)
@@ -473,7 +474,15 @@ fn property_bound_pods_never_get_a_selector() {
             "case {case}: {object} patched {:?}",
             d.patch
         );
+        accepted += usize::from(d.accepted);
+        patched += usize::from(!d.patch.is_empty());
     }
+    // A rejection has no patch: enough admitted (and mutated) bound pods
+    // must be among the cases for the check above to mean anything.
+    assert!(
+        accepted >= 1000 && patched >= 100,
+        "{accepted} accepted, {patched} patched"
+    );
 }
 
 /// Every warning of every bundled example, under every example settings

@@ -155,8 +155,7 @@ fn index_with_only_linux_entries_is_a_linux_signal() {
     assert!(d.accepted);
     assert_eq!(selector(&d, &object)["kubernetes.io/os"], "linux");
     // Negative: without the fact, defaultOS none leaves it alone.
-    let d = create(&object, &settings);
-    assert!(d.patch.is_empty());
+    assert_unchanged(&create(&object, &settings));
 }
 
 #[test]
@@ -284,7 +283,7 @@ fn mixed_index_gives_no_os_but_narrows_windows_builds() {
         "containers": [{"name": "c", "image": pause}]
     }));
     let d = with(&object, &aks(), &facts);
-    assert!(!d.accepted);
+    assert_rejected_with(&d, "build-conflict");
 }
 
 fn aks() -> Settings {
@@ -319,10 +318,9 @@ fn facts_override_a_misleading_reference() {
     let facts = image(misleading, vec![linux("amd64")]);
     let object = pod(spec_with_images(&[misleading]));
     let d = with(&object, &eks(), &facts);
-    assert!(d.accepted);
-    assert!(selector(&d, &object)
-        .get("node.kubernetes.io/windows-build")
-        .is_none());
+    // A Linux pod the Windows taint keeps off needs nothing; a missing build
+    // alone would also pass with a Windows selector and no pin.
+    assert_unchanged(&d);
     // Negative: without facts the reference says Windows 2022.
     let d = create(&object, &eks());
     assert_eq!(
@@ -560,10 +558,10 @@ fn hyperv_runtime_class_allows_newer_builds_and_no_exact_pin() {
     let older = pod(json!({"runtimeClassName": "win-hv",
         "nodeSelector": {"node.kubernetes.io/windows-build": "10.0.17763"},
         "containers": [{"name": "c", "image": WIN2022}]}));
-    assert!(!with(&older, &eks(), &facts).accepted);
+    assert_rejected_with(&with(&older, &eks(), &facts), "build-conflict");
     let process = cluster_rc("win-hv", win2019_class("runhcs-wcow-process"));
     let d = with(&on_2022, &eks(), &process);
-    assert!(!d.accepted);
+    assert_rejected_with(&d, "build-conflict");
 }
 
 #[test]
@@ -649,9 +647,14 @@ fn pin_is_chosen_among_builds_that_exist() {
     // Negative: every Windows node runs it (only 2025 nodes): no pin.
     let only_2025 = vec![node("win-2025", "windows", Some("10.0.26100"), &[])];
     let d = with(&object, &aks(), &nodes_facts(only_2025));
-    assert!(selector(&d, &object)
-        .get("node.kubernetes.io/windows-build")
-        .is_none());
+    // Still placed on Windows: a rejection would carry no pin either.
+    assert!(d.accepted, "{}", message(&d));
+    let sel = selector(&d, &object);
+    assert_eq!(sel["kubernetes.io/os"], "windows", "{sel}");
+    assert!(
+        sel.get("node.kubernetes.io/windows-build").is_none(),
+        "{sel}"
+    );
 }
 
 #[test]
@@ -688,6 +691,9 @@ fn windows_taint_from_nodes() {
         node("win-2022", "windows", Some("10.0.20348"), &[]),
     ];
     let d = with(&object, &from_nodes, &nodes_facts(aks_nodes));
+    // Still placed: a rejection would add no toleration either.
+    assert!(d.accepted, "{}", message(&d));
+    assert_eq!(selector(&d, &object)["kubernetes.io/os"], "windows");
     assert!(result_object(&object, &d)["spec"]
         .get("tolerations")
         .is_none());

@@ -363,6 +363,8 @@ fn workloads_with_a_changed_template_on_update_are_mutated_like_create() {
         let on_update = update(&object, &old, &eks());
         assert!(on_update.accepted, "{kind}");
         assert_eq!(on_update.patch, on_create.patch, "{kind}");
+        // Two empty patches would be equal and pass every check below.
+        assert!(!patch_paths(&on_update).is_empty(), "{kind}: not mutated");
         assert!(patch_paths(&on_update)
             .iter()
             .all(|p| p.starts_with(prefix)));
@@ -605,6 +607,8 @@ fn malformed_pod_on_update_is_rejected_not_panicking() {
 #[test]
 fn malformed_messages_follow_the_line_format() {
     let d = create(&object("Pod", json!({"containers": [1]})), &eks());
+    // An accepted pod has no message: the loop below would check nothing.
+    assert_rejected_with(&d, "malformed-object");
     for line in message(&d).lines() {
         let (path, rest) = line.split_once(": ").unwrap();
         assert!(!path.is_empty());

@@ -36,6 +36,18 @@ fn pin_off() -> Settings {
     settings(json!({"pinWindowsBuild": false}))
 }
 
+/// Accepted and placed by a nodeSelector op, with no op on the tolerations:
+/// a rejection or an empty patch would add no toleration either.
+fn assert_placed_without_toleration(d: &Decision, what: &str) {
+    assert!(d.accepted, "{what}: {}", message(d));
+    let paths = patch_paths(d);
+    assert!(paths.iter().any(|p| p.starts_with(NS)), "{what}: {paths:?}");
+    assert!(
+        paths.iter().all(|p| !p.starts_with(TOL)),
+        "{what}: {paths:?}"
+    );
+}
+
 fn rc_2022() -> Value {
     json!({"name": "windows-2022", "scheduling": {
         "nodeSelector": {"kubernetes.io/os": "windows", "kubernetes.io/arch": "amd64",
@@ -157,11 +169,7 @@ fn windows_pod_toleration_is_appended_to_existing_tolerations() {
 #[test]
 fn windows_pod_gets_no_toleration_when_no_taint_is_configured() {
     let d = mutate(&pod_with_images(&[WIN2022]), &Settings::default());
-    assert!(
-        patch_paths(&d).iter().all(|p| !p.starts_with(TOL)),
-        "{:?}",
-        d.patch
-    );
+    assert_placed_without_toleration(&d, "no taint");
 }
 
 #[test]
@@ -178,11 +186,7 @@ fn windows_pod_already_tolerating_the_taint_gets_no_toleration() {
             json!({"tolerations": [own.clone()]}),
         );
         let d = mutate(&object, &eks());
-        assert!(
-            patch_paths(&d).iter().all(|p| !p.starts_with(TOL)),
-            "{own}: {:?}",
-            d.patch
-        );
+        assert_placed_without_toleration(&d, &own.to_string());
     }
 }
 
@@ -350,6 +354,8 @@ fn set_pod_os_leaves_an_existing_name() {
 #[test]
 fn without_set_pod_os_no_os_is_added() {
     let d = mutate(&pod_with_images(&[WIN2022]), &Settings::default());
+    // Still placed, so the missing os op is not a missing patch.
+    assert!(patch_paths(&d).contains(&NS.to_string()), "{:?}", d.patch);
     assert!(
         patch_paths(&d).iter().all(|p| !p.starts_with("/spec/os")),
         "{:?}",
@@ -462,6 +468,9 @@ fn prefer_runtime_class_fallback_for_a_linux_pod_mentions_no_toleration() {
 fn prefer_runtime_class_does_not_pick_a_class_pinning_a_build_the_pod_does_not_need() {
     let object = pod_with_images(&[WIN_NO_BUILD]);
     let d = mutate(&object, &prefer_rc());
+    // Placed by selector instead: a rejection would pick no class either.
+    assert!(d.accepted, "{}", message(&d));
+    assert!(op_value(&d, NS).is_some(), "{:?}", d.patch);
     assert!(
         op_value(&d, "/spec/runtimeClassName").is_none(),
         "{:?}",
@@ -536,6 +545,15 @@ fn ops_are_only_adds_of_absent_keys() {
             json!({"windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"}, "setPodOS": true}),
         ),
     );
+    // The appended toleration is the one op on an existing field: without it,
+    // or with no patch at all, the loop below would check nothing.
+    assert_eq!(
+        op_value(&d, TOL_APPEND),
+        Some(&eks_toleration()),
+        "{:?}",
+        d.patch
+    );
+    assert!(d.patch.len() > 1, "{:?}", d.patch);
     for op in &d.patch {
         assert_eq!(op.op, "add");
         if op.path != TOL_APPEND {
@@ -630,7 +648,7 @@ fn linux_pod_gets_no_windows_toleration() {
         json!({"tolerations": [{"operator": "Exists"}]}),
     );
     let d = mutate(&object, &eks());
-    assert!(patch_paths(&d).iter().all(|p| !p.starts_with(TOL)));
+    assert_placed_without_toleration(&d, "Linux pod");
 }
 
 #[test]

@@ -61,3 +61,44 @@ fn oracle_runtime_class_merge_over_null_node_selector() {
         json!({"nodeSelector": {"kubernetes.io/os": "linux"}, "runtimeClassName": "w"});
     assert!(props::oracle::merge_runtime_class(&conflicting, &settings).is_none());
 }
+
+/// Each property only checks cases that reach it (a mutation, a workload
+/// without RuntimeClasses, an admitted pod on complete pools): a generator
+/// drifting into one outcome would leave `every_property_holds` vacuous.
+#[test]
+fn generated_cases_reach_every_property() {
+    use os_placement_core::kinds::Kind;
+    const CASES: usize = 1000;
+    let mut seed: u64 = 0x2545_F491_4F6C_DD1D;
+    let mut byte = || {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (seed >> 56) as u8
+    };
+    let (mut rejected, mut mutated, mut workloads, mut oracle) = (0, 0, 0, 0);
+    for _ in 0..CASES {
+        let bytes: Vec<u8> = (0..400).map(|_| byte()).collect();
+        let case = case_of(&bytes);
+        let d = props::check::create(case.kind_name, &case.object, &case.settings);
+        rejected += usize::from(!d.accepted);
+        mutated += usize::from(d.mutated_object.is_some());
+        workloads +=
+            usize::from(case.kind != Kind::Pod && case.settings.runtime_classes.is_empty());
+        oracle += usize::from(
+            d.accepted && case.known_labels_only && props::oracle::complete(&case.pools),
+        );
+    }
+    let counts = [
+        ("rejected", rejected),
+        ("mutated", mutated),
+        ("workloads without RuntimeClasses", workloads),
+        ("admitted on complete pools", oracle),
+    ];
+    for (what, n) in counts {
+        assert!(
+            n * 20 >= CASES,
+            "only {n} of {CASES} cases {what}: {counts:?}"
+        );
+    }
+}

@@ -21,7 +21,6 @@ use os_placement_core::Settings;
 use serde_json::{json, Value};
 
 const OS: &str = "/spec/nodeSelector/kubernetes.io~1os";
-const BUILD: &str = "/spec/nodeSelector/node.kubernetes.io~1windows-build";
 
 fn resolved(spec: &Value, settings: &Settings) -> Resolution {
     let pod = PodView::read(spec, FieldPath::root().field("spec"))
@@ -607,7 +606,14 @@ fn host_process_pod_with_images_of_two_builds_is_no_conflict() {
         "containers": [{"name": "a", "image": WIN2019}, {"name": "b", "image": WIN2022}]}));
     let d = create(&object, &Settings::default());
     assert!(d.accepted, "{}", message(&d));
-    assert!(op_value(&d, BUILD).is_none());
+    // The pin would sit inside an `add` of the whole nodeSelector, not at
+    // BUILD: check the object, which is placed on Windows without a build.
+    let selector = &result_object(&object, &d)["spec"]["nodeSelector"];
+    assert_eq!(selector["kubernetes.io/os"], "windows", "{selector}");
+    assert!(
+        selector.get("node.kubernetes.io/windows-build").is_none(),
+        "{selector}"
+    );
 }
 
 // ---- images ----

@@ -49,6 +49,24 @@ fn status_mb(field: &str) -> Option<u64> {
     Some(kb / 1024)
 }
 
+/// Without a peak reading the memory bound is unchecked: a failure under
+/// CI, a visible skip elsewhere.
+fn memory_unmeasured() {
+    static SKIPPED: std::sync::Once = std::sync::Once::new();
+    assert!(
+        !os_placement_e2e::external::in_ci(),
+        "cannot measure peak memory (/proc/self/clear_refs, /proc/self/status)"
+    );
+    // Straight to stderr: the test harness captures `eprintln!` of passing tests.
+    SKIPPED.call_once(|| {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED: memory bound not checked: /proc/self/clear_refs not writable"
+        );
+    });
+}
+
 struct Outcome {
     answer: String,
     time: Duration,
@@ -68,8 +86,9 @@ fn call(module: &PolicyModule, operation: &str, payload: &[u8]) -> Outcome {
     let peak = before.and_then(|b| Some(status_mb("VmHWM:")?.saturating_sub(b)));
     let raw =
         raw.unwrap_or_else(|e| panic!("{operation} trapped or timed out after {time:?}: {e:#}"));
-    if let Some(mb) = peak {
-        assert!(mb < MEMORY_BOUND_MB, "{operation} peaked at {mb} MB");
+    match peak {
+        Some(mb) => assert!(mb < MEMORY_BOUND_MB, "{operation} peaked at {mb} MB"),
+        None => memory_unmeasured(),
     }
     let v: Value = serde_json::from_slice(&raw).expect("a JSON answer");
     let answer = if operation == "validate_settings" {

@@ -19,6 +19,8 @@ initSync({ module: await readFile(join(dist, 'pkg', 'os_placement_playground_bg.
 
 const yaml = (text) => JSON.parse(yaml_to_json(text)).ok;
 const cases = yaml(await readFile(join(repo, 'examples', 'cases.yaml'), 'utf8'));
+// The per-example tests loop over these: an empty list would check nothing.
+assert.ok(Array.isArray(cases) && cases.length >= 20, `examples/cases.yaml: ${cases?.length} cases`);
 const LAPTOP = { width: 1366, height: 900 };
 const PHONE = { width: 390, height: 844 };
 

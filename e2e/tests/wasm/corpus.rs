@@ -29,6 +29,8 @@ fn corpus_or_skip() -> Option<PathBuf> {
 fn corpus() -> Option<Vec<Entry>> {
     let dir = corpus_or_skip()?;
     let sources = load_sources(&dir).unwrap_or_else(|e| panic!("{e:#}"));
+    // A SOURCES.md whose table no longer parses would leave every loop empty.
+    assert_eq!(sources.len(), CORPUS_SIZE, "files listed in SOURCES.md");
     sources
         .into_iter()
         .map(|(file, os)| {
@@ -76,14 +78,27 @@ fn sources_cover_the_corpus() {
 }
 
 /// Never a trap; accepted means placed on the documented OS; rejected means
-/// a message whose every line is `<path>: <what>; <fix>`.
+/// a message whose every line is `<path>: <what>; <fix>`; and the verdict is
+/// the core's (core/tests/corpus.rs pins those per file), so a module that
+/// rejected every manifest cleanly would not pass.
 #[test]
 fn corpus_is_placed_or_rejected_cleanly() {
     let mut failures = Vec::new();
     let Some(entries) = corpus() else { return };
+    let settings = os_placement_core::Settings::default();
     for entry in entries {
         let file = &entry.file;
+        let request = admission_request(&entry.object, "CREATE", None, None);
+        let core = os_placement_core::evaluate_request(&request, &settings);
         match evaluate(&entry.object) {
+            Ok(evaluation) if evaluation.response.accepted != core.accepted => {
+                failures.push(format!(
+                    "{file}: accepted {} through the wasm, {} by the core: {}",
+                    evaluation.response.accepted,
+                    core.accepted,
+                    evaluation.response.message()
+                ))
+            }
             Err(e) => failures.push(format!("{file}: policy failed (waPC error/trap): {e:#}")),
             Ok(evaluation) if evaluation.response.accepted => {
                 let placed = evaluation.resulting_object(&entry.object);
@@ -108,6 +123,7 @@ fn corpus_is_placed_or_rejected_cleanly() {
 fn corpus_mutation_is_idempotent() {
     let mut failures = Vec::new();
     let Some(entries) = corpus() else { return };
+    let mut mutated = 0;
     for entry in entries {
         let file = &entry.file;
         let first = match evaluate(&entry.object) {
@@ -120,6 +136,7 @@ fn corpus_mutation_is_idempotent() {
         if !first.response.accepted {
             continue;
         }
+        mutated += usize::from(first.patched());
         let again = first.resulting_object(&entry.object).clone();
         match evaluate(&again) {
             Err(e) => failures.push(format!("{file}: second pass failed: {e:#}")),
@@ -135,6 +152,8 @@ fn corpus_mutation_is_idempotent() {
         }
     }
     report(&failures);
+    // Idempotence is only tested on objects the first pass changed.
+    assert!(mutated > 0, "no corpus manifest was mutated");
 }
 
 /// Patches only add placement fields of the pod spec (nodeSelector,
@@ -146,6 +165,7 @@ fn corpus_patches_are_confined_to_placement_fields() {
     const RECORD: &str = "os-placement.kubewarden.io/added";
     let mut failures = Vec::new();
     let Some(entries) = corpus() else { return };
+    let (mut patched, mut recorded_workloads) = (0, 0);
     for entry in entries {
         let file = &entry.file;
         let evaluation =
@@ -153,6 +173,7 @@ fn corpus_patches_are_confined_to_placement_fields() {
         let Some(patch) = evaluation.patch.filter(|p| !p.0.is_empty()) else {
             continue;
         };
+        patched += 1;
         let kind = entry.object.get("kind").and_then(Value::as_str);
         let spec_pointer: String = kind
             .and_then(Kind::parse)
@@ -200,6 +221,7 @@ fn corpus_patches_are_confined_to_placement_fields() {
             }
         }
         let expected = (kind != Some("Pod") && !added.is_empty()).then_some(Value::Object(added));
+        recorded_workloads += usize::from(expected.is_some());
         let recorded: Option<Value> = recorded.and_then(|r| serde_json::from_str(&r).ok());
         if recorded != expected {
             failures.push(format!(
@@ -208,4 +230,10 @@ fn corpus_patches_are_confined_to_placement_fields() {
         }
     }
     report(&failures);
+    // Without patches, or without a workload's record, there was nothing to confine.
+    assert!(patched > 0, "no corpus manifest was patched");
+    assert!(
+        recorded_workloads > 0,
+        "no workload got a nodeSelector record"
+    );
 }

@@ -55,6 +55,7 @@ fn example_cases_match_expectations() {
 fn example_rejections_follow_message_format() {
     let (root, cases) = cases();
     let mut failures = Vec::new();
+    let mut rejected = Vec::new();
     for case in &cases {
         let resolved = case
             .resolve(&root)
@@ -63,6 +64,7 @@ fn example_rejections_follow_message_format() {
             .evaluation
             .unwrap_or_else(|e| panic!("{}: the policy failed: {e:#}", case.name));
         if !evaluation.response.accepted {
+            rejected.push(case.name.as_str());
             for line in malformed_message_lines(evaluation.response.message()) {
                 failures.push(format!(
                     "{}: message line {line:?} is not `<path>: <what>; <fix>`",
@@ -72,6 +74,14 @@ fn example_rejections_follow_message_format() {
         }
     }
     report(&failures, cases.len());
+    // The messages checked are those of the cases cases.yaml expects rejected.
+    let expected: Vec<&str> = cases
+        .iter()
+        .filter(|c| c.expect.as_ref().is_some_and(|e| !e.accepted))
+        .map(|c| c.name.as_str())
+        .collect();
+    assert!(!expected.is_empty(), "no example case expects a rejection");
+    assert_eq!(rejected, expected, "cases rejected vs cases expecting it");
 }
 
 /// Mutating twice gives the same object as mutating once: the mutated object,
@@ -80,6 +90,7 @@ fn example_rejections_follow_message_format() {
 fn example_mutations_are_idempotent() {
     let (root, cases) = cases();
     let mut failures = Vec::new();
+    let mut mutated = Vec::new();
     for case in cases.iter().filter(|c| c.operation != "DELETE") {
         let resolved = case
             .resolve(&root)
@@ -92,9 +103,9 @@ fn example_mutations_are_idempotent() {
         if !first.response.accepted || !first.patched() {
             continue;
         }
-        let Some(mutated) = first.response.mutated_object.as_ref() else {
-            continue;
-        };
+        mutated.push(case.name.as_str());
+        // patched() is a diff against mutated_object, so it is there.
+        let mutated = first.response.mutated_object.as_ref().unwrap();
         // The same request again, carrying the mutated object.
         let request = admission_request(
             mutated,
@@ -118,4 +129,20 @@ fn example_mutations_are_idempotent() {
         }
     }
     report(&failures, cases.len());
+    // The cases checked are those cases.yaml expects patched, so none is skipped.
+    let expected: Vec<&str> = cases
+        .iter()
+        .filter(|c| c.operation != "DELETE")
+        .filter(|c| {
+            c.expect
+                .as_ref()
+                .is_some_and(|e| e.accepted && e.patched == Some(true))
+        })
+        .map(|c| c.name.as_str())
+        .collect();
+    assert!(!expected.is_empty(), "no example case expects a patch");
+    assert_eq!(
+        mutated, expected,
+        "cases mutated vs cases expecting a patch"
+    );
 }
