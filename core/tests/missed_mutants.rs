@@ -119,3 +119,28 @@ fn windows_word_reaches_its_release_over_two_fillers() {
         Some(20348)
     );
 }
+
+/// image.rs `has_linux_token`: Red Hat's UBI tags name a version
+/// (`ubi8`, `ubi9-minimal`); a word that only starts with `ubi` says nothing.
+/// Upstream: Red Hat Universal Base Images, registry.access.redhat.com/ubi9.
+#[test]
+fn ubi_token_needs_its_version() {
+    use os_placement_core::image::{classify, ImageOs};
+    let is_linux = |image: &str| matches!(classify(image, &[]), ImageOs::Linux { .. });
+    assert!(is_linux("example.com/tools/app:1.2-ubi9"));
+    assert!(!is_linux("example.com/tools/app:1.2-ubi"));
+    assert!(!is_linux("example.com/tools/app:ubiquity"));
+}
+
+/// image.rs `is_linux_official_image`: a bare official name is Docker Hub's
+/// `library/` image only on Docker Hub; `registry.example.com/alpine` is
+/// somebody else's repository and says nothing.
+/// Upstream: distribution/reference `ParseNormalizedNamed` (normalize.go).
+#[test]
+fn official_name_is_official_only_on_docker_hub() {
+    use os_placement_core::image::{classify, ImageOs};
+    let is_linux = |image: &str| matches!(classify(image, &[]), ImageOs::Linux { .. });
+    assert!(is_linux("alpine:3.20"));
+    assert!(is_linux("docker.io/alpine:3.20"));
+    assert!(!is_linux("registry.example.com/alpine:3.20"));
+}
