@@ -1,6 +1,8 @@
 //! Resolution: every signal about the OS and build a pod needs, with its
 //! field path, and the conflicts between them.
 
+use std::collections::BTreeMap;
+
 use crate::affinity;
 use crate::build::WindowsBuild;
 use crate::constraint::{Builds, Os, Placement};
@@ -331,6 +333,9 @@ impl Found {
                 .runtime_class_name
                 .and_then(|name| settings.runtime_class(name))
                 .is_some_and(|rc| rc.is_hyperv());
+        // Containers often share an image (init containers, many replicas of
+        // a sidecar): classify each reference once.
+        let mut classified: BTreeMap<&str, ImageOs> = BTreeMap::new();
         for (index, container) in pod.containers.iter().enumerate() {
             let Some(image) = container.image else {
                 continue;
@@ -359,7 +364,11 @@ impl Found {
                 }
                 None => {}
             }
-            self.image_by_reference(image, &path, index, host_process, hyperv, settings);
+            let os = classified
+                .entry(image)
+                .or_insert_with(|| classify(image, &settings.windows_images))
+                .clone();
+            self.image_by_reference(image, os, &path, index, host_process, hyperv);
         }
     }
 
@@ -383,13 +392,13 @@ impl Found {
     fn image_by_reference(
         &mut self,
         image: &str,
+        os: ImageOs,
         path: &FieldPath,
         index: usize,
         host_process: bool,
         hyperv: bool,
-        settings: &Settings,
     ) {
-        let (placement, reason) = match classify(image, &settings.windows_images) {
+        let (placement, reason) = match os {
             ImageOs::Unknown => return,
             ImageOs::MaybeWindows { .. } => {
                 let path = path.display().to_string();
