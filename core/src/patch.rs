@@ -3,6 +3,8 @@
 //! the user set; `replace` and `remove` only touch entries it recorded as
 //! its own (see `ownership`).
 
+use std::borrow::Cow;
+
 use serde::Serialize;
 use serde_json::Value;
 
@@ -96,33 +98,60 @@ pub fn apply(target: &mut Value, ops: &[PatchOp]) -> Result<(), PatchError> {
 
 fn apply_one(target: &mut Value, op: &PatchOp) -> Option<()> {
     let (parent_pointer, last) = op.path.rsplit_once('/')?;
-    let parent = target.pointer_mut(parent_pointer)?;
-    let token = last.replace("~1", "/").replace("~0", "~");
+    let parent = pointer_mut(target, parent_pointer)?;
+    let token = unescape(last);
     match (op.op, parent) {
         ("replace", Value::Object(map)) => {
-            *map.get_mut(&token)? = op.value.clone();
-            return Some(());
-        }
-        ("remove", Value::Object(map)) => return map.remove(&token).map(drop),
-        ("add", _) => {}
-        _ => return None,
-    }
-    let parent = target.pointer_mut(parent_pointer)?;
-    match parent {
-        Value::Object(map) => {
-            map.insert(token, op.value.clone());
+            *map.get_mut(token.as_ref())? = op.value.clone();
             Some(())
         }
-        Value::Array(items) if token == "-" => {
+        ("remove", Value::Object(map)) => map.remove(token.as_ref()).map(drop),
+        ("add", Value::Object(map)) => {
+            map.insert(token.into_owned(), op.value.clone());
+            Some(())
+        }
+        ("add", Value::Array(items)) if token == "-" => {
             items.push(op.value.clone());
             Some(())
         }
-        Value::Array(items) => {
-            let index: usize = token.parse().ok()?;
+        ("add", Value::Array(items)) => {
+            let index = array_index(&token)?;
             (index <= items.len()).then(|| items.insert(index, op.value.clone()))
         }
         _ => None,
     }
+}
+
+/// The value at `pointer` (RFC 6901). Unlike `Value::pointer_mut`, a token
+/// is only copied when it holds an escape.
+fn pointer_mut<'v>(target: &'v mut Value, pointer: &str) -> Option<&'v mut Value> {
+    if pointer.is_empty() {
+        return Some(target);
+    }
+    pointer
+        .strip_prefix('/')?
+        .split('/')
+        .try_fold(target, |value, token| match value {
+            Value::Object(map) => map.get_mut(unescape(token).as_ref()),
+            Value::Array(items) => items.get_mut(array_index(token)?),
+            _ => None,
+        })
+}
+
+fn unescape(token: &str) -> Cow<'_, str> {
+    if token.contains('~') {
+        Cow::Owned(token.replace("~1", "/").replace("~0", "~"))
+    } else {
+        Cow::Borrowed(token)
+    }
+}
+
+/// An array index token: decimal digits, no sign, no leading zero (RFC 6901).
+fn array_index(token: &str) -> Option<usize> {
+    if token.starts_with('+') || (token.starts_with('0') && token.len() != 1) {
+        return None;
+    }
+    token.parse().ok()
 }
 
 #[cfg(test)]
@@ -173,6 +202,33 @@ mod tests {
         assert!(apply(&mut doc, &[PatchOp::remove("/spec/nodeSelector/zz".into())]).is_err());
         let remove = serde_json::to_value(PatchOp::remove("/a".into())).unwrap();
         assert_eq!(remove, json!({"op": "remove", "path": "/a"}));
+    }
+
+    #[test]
+    fn pointers_unescape_tokens_and_read_array_indices_strictly() {
+        let mut doc = json!({"m": {"a/b": {"c~d": [10, {"x": 1}]}}});
+        assert_eq!(
+            pointer_mut(&mut doc, "/m/a~1b/c~0d/1/x"),
+            Some(&mut json!(1))
+        );
+        assert_eq!(pointer_mut(&mut doc, "").map(|v| v.is_object()), Some(true));
+        for bad in [
+            "m",
+            "/m/a/b",
+            "/m/a~1b/c~0d/01",
+            "/m/a~1b/c~0d/+1",
+            "/m/a~1b/c~0d/2",
+        ] {
+            assert_eq!(pointer_mut(&mut doc, bad), None, "{bad}");
+        }
+        let ops = [AddOp::new("/m/a~1b/c~0d/1/y~1z".into(), json!(2))];
+        apply(&mut doc, &ops).unwrap();
+        assert_eq!(doc["m"]["a/b"]["c~d"][1], json!({"x": 1, "y/z": 2}));
+        let insert = [AddOp::new("/m/a~1b/c~0d/0".into(), json!(9))];
+        apply(&mut doc, &insert).unwrap();
+        assert_eq!(doc["m"]["a/b"]["c~d"][0], json!(9));
+        let past_end = [AddOp::new("/m/a~1b/c~0d/4".into(), json!(9))];
+        assert!(apply(&mut doc, &past_end).is_err());
     }
 
     #[test]
