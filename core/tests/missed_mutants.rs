@@ -144,3 +144,91 @@ fn official_name_is_official_only_on_docker_hub() {
     assert!(is_linux("docker.io/alpine:3.20"));
     assert!(!is_linux("registry.example.com/alpine:3.20"));
 }
+
+const WIN2019: &str = "mcr.microsoft.com/windows/servercore:ltsc2019";
+
+/// place.rs `plan`: a pod bound with `spec.nodeName` skips the scheduler,
+/// so selector entries the policy would add are dropped with a
+/// `bound-to-node` warning; when nothing was dropped there is no warning.
+/// Upstream: a pod with nodeName is not scheduled (kube-scheduler only
+/// queues pods whose nodeName is empty: pkg/scheduler/eventhandlers.go).
+#[test]
+fn bound_pod_is_warned_about_only_when_a_selector_entry_is_dropped() {
+    let placed = pod(json!({
+        "nodeName": "win-1",
+        "nodeSelector": {"kubernetes.io/os": "windows", "node.kubernetes.io/windows-build": "10.0.17763"},
+        "containers": [{"name": "c", "image": WIN2019}],
+    }));
+    let d = create(&placed, &eks());
+    assert!(d.accepted, "{}", message(&d));
+    assert!(!patch_paths(&d).is_empty(), "the toleration is still added");
+    assert!(
+        !warning_codes(&d).contains(&"bound-to-node"),
+        "{:?}",
+        warning_codes(&d)
+    );
+    let unplaced =
+        pod(json!({"nodeName": "win-1", "containers": [{"name": "c", "image": WIN2019}]}));
+    let d = create(&unplaced, &eks());
+    assert!(
+        warning_codes(&d).contains(&"bound-to-node"),
+        "{:?}",
+        warning_codes(&d)
+    );
+}
+
+/// place.rs `no_matching_runtime_class`: the fallback warning says what
+/// was added instead; a pod that only lacked the toleration got only that.
+#[test]
+fn prefer_runtime_class_fallback_names_a_lone_toleration() {
+    let object = pod(json!({
+        "nodeSelector": {"kubernetes.io/os": "windows", "node.kubernetes.io/windows-build": "10.0.17763"},
+        "containers": [{"name": "c", "image": WIN2019}],
+    }));
+    let settings = settings(json!({
+        "windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"},
+        "preferRuntimeClass": true,
+        "runtimeClasses": [{"name": "linux", "scheduling": {"nodeSelector": {"kubernetes.io/os": "linux"}}}]
+    }));
+    let d = create(&object, &settings);
+    let w = d
+        .warnings
+        .iter()
+        .find(|w| w.code.as_str() == "no-matching-runtime-class")
+        .expect("fallback warning");
+    assert!(w.message.contains("its toleration was added"), "{w}");
+}
+
+/// place.rs `windows_missing`: with the cluster's builds known
+/// (`windowsBuilds`), an image that names no build still gets the
+/// `unknown-build` warning: the set placement needs the image's builds.
+#[test]
+fn image_without_build_is_warned_about_when_the_cluster_builds_are_known() {
+    let object = pod_with_images(&["mcr.microsoft.com/windows/servercore:latest"]);
+    let settings = settings(json!({
+        "windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"},
+        "windowsBuilds": ["10.0.17763", "10.0.20348"]
+    }));
+    let d = create(&object, &settings);
+    assert!(d.accepted, "{}", message(&d));
+    assert!(
+        warning_codes(&d).contains(&"unknown-build"),
+        "{:?}",
+        warning_codes(&d)
+    );
+}
+
+/// image.rs `by_rules`: a `windowsImages` pattern matches the reference as
+/// written, trimmed, or lower-cased, whichever matches. Mutating admission
+/// runs before the API server validates the object (Kubernetes admission
+/// control phases), so a pasted image with a leading space reaches the
+/// policy, and a pattern written in the registry's own case still matches it.
+#[test]
+fn windows_images_pattern_matches_a_trimmed_reference_in_its_own_case() {
+    use os_placement_core::image::{classify, ImageOs, ImageRule};
+    let rules = [ImageRule::new("registry.example.com/Win/*", None).unwrap()];
+    let is_windows = |image: &str| matches!(classify(image, &rules), ImageOs::Windows { .. });
+    assert!(is_windows("registry.example.com/Win/app:1"));
+    assert!(is_windows(" registry.example.com/Win/app:1"));
+    assert!(!is_windows(" registry.example.com/Linux/app:1"));
+}
