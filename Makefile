@@ -7,7 +7,8 @@
 #   make test    fmt, clippy, core unit tests, build, tests through the .wasm in wasmtime, CLI tests
 #   make test-cli the CLI's tests, its verdicts compared with the .wasm's
 #   make bench   os-placement against the floor (bench/floor) and peer policies, warm and fresh
-#                instance, size, compile time, memory, containers (table + target/bench/bench.json)
+#                instance, size, compile time, memory, containers (table + target/bench/bench.json);
+#                BENCH_ARGS="--baseline old.wasm --rounds 40" adds an earlier build as a column
 #   make bench-server   the same policies served by the real policy-server, loaded with wrk
 #   make annotated-policy.wasm   the module with metadata.yml and README.md embedded (kwctl annotate)
 #   make push REGISTRY=host[:port]/path TAG=v0.1.0   push the annotated module as an OCI artifact
