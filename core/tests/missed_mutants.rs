@@ -232,3 +232,106 @@ fn windows_images_pattern_matches_a_trimmed_reference_in_its_own_case() {
     assert!(is_windows(" registry.example.com/Win/app:1"));
     assert!(!is_windows(" registry.example.com/Linux/app:1"));
 }
+
+const WIN2022: &str = "mcr.microsoft.com/windows/servercore:ltsc2022";
+const PRIVATE: &str = "registry.corp.example/billing/api:4.2";
+const BUILD_LABEL: &str = "node.kubernetes.io/windows-build";
+
+/// A private image whose registry index lists Windows 2019 and 2022
+/// entries (OCI image index `platform.os.version`).
+fn two_build_index() -> os_placement_core::Facts {
+    use os_placement_core::facts::{ImageFacts, Platform};
+    let windows = |version: &str| Platform {
+        os: "windows".into(),
+        os_version: Some(version.into()),
+        architecture: Some("amd64".into()),
+    };
+    os_placement_core::Facts {
+        images: [(
+            PRIVATE.to_string(),
+            ImageFacts::Platforms(vec![windows("10.0.17763.6414"), windows("10.0.20348.2700")]),
+        )]
+        .into(),
+        ..Default::default()
+    }
+}
+
+fn create_with(
+    object: &serde_json::Value,
+    settings: &os_placement_core::Settings,
+    facts: &os_placement_core::Facts,
+) -> os_placement_core::Decision {
+    let review = os_placement_core::Review {
+        kind: "Pod",
+        operation: os_placement_core::Operation::Create,
+        object,
+        old_object: None,
+    };
+    os_placement_core::evaluate_with_facts(&review, settings, facts)
+}
+
+/// place.rs `build_placement`: when no node build of the cluster runs the
+/// image, the pod keeps the image's own pin and waits for such a node;
+/// an affinity over no build would match nothing.
+/// Upstream: Windows container version compatibility (learn.microsoft.com):
+/// a process-isolated ltsc2022 image needs a 10.0.20348 host.
+#[test]
+fn no_fitting_cluster_build_keeps_the_images_own_pin() {
+    let object = pod_with_images(&[WIN2022]);
+    let only_2019 = settings(json!({
+        "windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"},
+        "windowsBuilds": ["10.0.17763"]
+    }));
+    let d = create(&object, &only_2019);
+    assert!(d.accepted, "{}", message(&d));
+    let selector = result_object(&object, &d)["spec"]["nodeSelector"].clone();
+    assert_eq!(selector[BUILD_LABEL], "10.0.20348", "{selector}");
+    assert!(
+        !patch_paths(&d).iter().any(|p| p.contains("affinity")),
+        "{:?}",
+        patch_paths(&d)
+    );
+}
+
+/// place.rs `join_builds`: without mutation, the rejection names the builds
+/// the pod must select.
+#[test]
+fn build_affinity_rejection_names_the_builds() {
+    let object = pod_with_images(&[PRIVATE]);
+    let validate_only = settings(json!({
+        "mutate": false,
+        "windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"}
+    }));
+    let d = create_with(&object, &validate_only, &two_build_index());
+    assert!(!d.accepted);
+    assert!(
+        message(&d).contains("builds 10.0.17763, 10.0.20348"),
+        "{}",
+        message(&d)
+    );
+}
+
+/// place.rs `choose_runtime_class`: with `preferRuntimeClass`, a declared
+/// class that agrees with the pod's OS and provides what is missing (here
+/// only the toleration) is set instead of the fields themselves.
+/// Upstream: RuntimeClass scheduling merges the class's tolerations into the
+/// pod (plugin/pkg/admission/runtimeclass/admission.go).
+#[test]
+fn prefer_runtime_class_sets_a_class_that_provides_the_missing_toleration() {
+    let object = pod(json!({
+        "nodeSelector": {"kubernetes.io/os": "windows", "node.kubernetes.io/windows-build": "10.0.17763"},
+        "containers": [{"name": "c", "image": WIN2019}],
+    }));
+    let settings = settings(json!({
+        "windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"},
+        "preferRuntimeClass": true,
+        "runtimeClasses": [{"name": "windows-tolerant", "scheduling": {"tolerations": [
+            {"key": "os", "operator": "Equal", "value": "windows", "effect": "NoSchedule"}]}}]
+    }));
+    let d = create(&object, &settings);
+    assert!(d.accepted, "{}", message(&d));
+    assert_eq!(
+        op_value(&d, "/spec/runtimeClassName"),
+        Some(&json!("windows-tolerant"))
+    );
+}
