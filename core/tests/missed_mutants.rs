@@ -335,3 +335,130 @@ fn prefer_runtime_class_sets_a_class_that_provides_the_missing_toleration() {
         Some(&json!("windows-tolerant"))
     );
 }
+
+/// The messages for the Windows pod of `containers[0].securityContext`.
+fn forbidden_messages(security_context: serde_json::Value) -> Vec<String> {
+    let object = pod(json!({
+        "os": {"name": "windows"},
+        "nodeSelector": {"kubernetes.io/os": "windows", "node.kubernetes.io/windows-build": "10.0.17763"},
+        "tolerations": [eks_toleration()],
+        "containers": [{"name": "c", "image": WIN2019, "securityContext": security_context}],
+    }));
+    let d = create(&object, &eks());
+    assert!(
+        !d.accepted,
+        "a forbidden field is a violation: {security_context}"
+    );
+    d.violations.iter().map(|v| v.message.clone()).collect()
+}
+
+/// windows_rules.rs `unremarkable`: a forbidden field set to a value that
+/// looks harmless (false, 0, empty) is named so, since the API forbids it
+/// anyway; any other value gets the plain message.
+/// Upstream: `validateWindows` tests these pointers and lists against nil
+/// (pkg/apis/core/validation/validation.go).
+#[test]
+fn forbidden_field_messages_name_harmless_looking_values_only() {
+    let cases = [
+        (json!({"runAsUser": 0}), Some("even when 0")),
+        (json!({"runAsUser": 1000}), None),
+        (json!({"procMount": ""}), Some("even when empty")),
+        (json!({"procMount": "Default"}), None),
+        (json!({"capabilities": {}}), Some("even when empty")),
+        (json!({"capabilities": {"drop": ["ALL"]}}), None),
+        (json!({"privileged": false}), Some("even when false")),
+    ];
+    for (security_context, wording) in cases {
+        let messages = forbidden_messages(security_context.clone());
+        match wording {
+            Some(w) => assert!(
+                messages.iter().any(|m| m.contains(w)),
+                "{security_context}: {messages:?}"
+            ),
+            None => assert!(
+                messages.iter().all(|m| !m.contains("even when")),
+                "{security_context}: {messages:?}"
+            ),
+        }
+    }
+    let object = pod(json!({
+        "os": {"name": "windows"},
+        "nodeSelector": {"kubernetes.io/os": "windows", "node.kubernetes.io/windows-build": "10.0.17763"},
+        "tolerations": [eks_toleration()],
+        "securityContext": {"supplementalGroups": []},
+        "containers": [{"name": "c", "image": WIN2019}],
+    }));
+    let empty = create(&object, &eks());
+    assert!(
+        message(&empty).contains("even when empty"),
+        "{}",
+        message(&empty)
+    );
+    let listed = with_spec(
+        object,
+        json!({"securityContext": {"supplementalGroups": [1000]}}),
+    );
+    let listed = create(&listed, &eks());
+    assert!(!listed.accepted);
+    assert!(
+        !message(&listed).contains("even when"),
+        "{}",
+        message(&listed)
+    );
+}
+
+/// windows_rules.rs `host_process_rules`: pod and container `hostProcess`
+/// must agree; when they do, there is nothing to say; when they do not,
+/// the message names both values.
+/// Upstream: validateWindowsHostProcessPod (pkg/apis/core/validation/validation.go).
+#[test]
+fn host_process_pod_and_container_values_must_agree() {
+    let spec = |container: bool| {
+        pod(json!({
+            "hostNetwork": true,
+            "securityContext": {"windowsOptions": {"hostProcess": true, "runAsUserName": "NT AUTHORITY\\SYSTEM"}},
+            "containers": [{"name": "c", "image": WIN2019,
+                            "securityContext": {"windowsOptions": {"hostProcess": container}}}],
+        }))
+    };
+    let agree = create(&spec(true), &eks());
+    assert!(
+        !codes(&agree).contains(&"host-process"),
+        "{}",
+        message(&agree)
+    );
+    let disagree = create(&spec(false), &eks());
+    assert!(
+        message(&disagree)
+            .contains("is false but the pod's securityContext.windowsOptions.hostProcess is true"),
+        "{}",
+        message(&disagree)
+    );
+}
+
+/// toleration.rs `describe`: an `Exists` toleration of one key tolerates
+/// any value of it. Upstream: Toleration.ToleratesTaint (k8s.io/api core/v1
+/// toleration.go).
+#[test]
+fn exists_toleration_is_described_as_any_value_of_its_key() {
+    use k8s_openapi::api::core::v1::Toleration;
+    let exists = Toleration {
+        key: Some("os".into()),
+        operator: Some("Exists".into()),
+        effect: Some("NoSchedule".into()),
+        ..Default::default()
+    };
+    assert_eq!(
+        os_placement_core::toleration::describe(&exists),
+        "os (any value):NoSchedule"
+    );
+    let equal = Toleration {
+        operator: Some("Equal".into()),
+        value: Some("windows".into()),
+        ..exists
+    };
+    assert_eq!(
+        os_placement_core::toleration::describe(&equal),
+        "os=windows:NoSchedule"
+    );
+}
