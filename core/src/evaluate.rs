@@ -319,36 +319,21 @@ fn evaluate_in<'a>(
         return Decision::accept(Vec::new());
     }
     let Some(kind) = Kind::parse(review.kind) else {
-        return Decision::reject(
-            vec![Diagnostic::new(
-                Code::UnsupportedKind,
-                "kind",
-                format!("{:?} is not a kind this policy evaluates", review.kind),
-                format!("limit the policy's rules to {SUPPORTED_KINDS}"),
-            )],
-            Vec::new(),
-        );
+        return unsupported_kind(review.kind);
     };
     let spec = match locate_pod_spec(review.object, kind) {
         Ok(found) => found,
         Err(d) => return Decision::reject(vec![d], Vec::new()),
     };
     if kind == Kind::Pod && operation == Operation::Update {
-        if let Some(read) = read {
-            return check_new_ephemeral_containers(
-                &read.pod,
-                review.old_object,
-                settings,
-                facts,
-                signals,
-            );
-        }
-        return match PodView::read(spec.0, spec.1) {
-            Ok(pod) => {
-                check_new_ephemeral_containers(&pod, review.old_object, settings, facts, signals)
-            }
-            Err(problems) => Decision::reject(problems, Vec::new()),
+        let pod = match read {
+            Some(read) => read.pod,
+            None => match PodView::read(spec.0, spec.1) {
+                Ok(pod) => pod,
+                Err(problems) => return Decision::reject(problems, Vec::new()),
+            },
         };
+        return check_new_ephemeral_containers(&pod, review.old_object, settings, facts, signals);
     }
     if operation == Operation::Update && pod_template_unchanged(review, kind, spec.0) {
         // Scaling, relabelling or a Job's bookkeeping must not be blocked or
@@ -362,32 +347,47 @@ fn evaluate_in<'a>(
             decide(review.object, kind, settings, facts, read, signals),
         );
     }
-    // The policy's own entries from an earlier admission are judged afresh.
     let selector = spec.1.field("nodeSelector").pointer().to_string();
+    decide_owning(review, kind, &selector, settings, facts, read, signals)
+}
+
+fn unsupported_kind(kind: &str) -> Decision {
+    Decision::reject(
+        vec![Diagnostic::new(
+            Code::UnsupportedKind,
+            "kind",
+            format!("{kind:?} is not a kind this policy evaluates"),
+            format!("limit the policy's rules to {SUPPORTED_KINDS}"),
+        )],
+        Vec::new(),
+    )
+}
+
+/// A workload with `mutate`: the policy's own nodeSelector entries from an
+/// earlier admission (under `selector`) are judged afresh and recorded.
+#[allow(clippy::too_many_arguments)]
+fn decide_owning<'a>(
+    review: &Review<'a>,
+    kind: Kind,
+    selector: &str,
+    settings: &Settings,
+    facts: &Facts,
+    read: Option<ReadPod<'a>>,
+    signals: bool,
+) -> Decision {
     let owned: Owned = owned_entries(review.object, review.old_object)
         .into_iter()
         .filter(|(pointer, _)| pointer.starts_with(&format!("{selector}/")))
         .collect();
     let decision = decide(review.object, kind, settings, facts, read, signals);
     if decision.accepted || owned.is_empty() {
-        return adopt(review.object, &owned, decision, &selector, false);
+        return adopt(review.object, &owned, decision, selector, false);
     }
     // Rejected: the policy's own entries may be what clashes (a build pin
     // after an image upgrade). Judge the object without them, and move them.
-    adopt(
-        review.object,
-        &owned,
-        decide(
-            &without(review.object, &owned),
-            kind,
-            settings,
-            facts,
-            None,
-            signals,
-        ),
-        &selector,
-        true,
-    )
+    let without_owned = without(review.object, &owned);
+    let decision = decide(&without_owned, kind, settings, facts, None, signals);
+    adopt(review.object, &owned, decision, selector, true)
 }
 
 /// Resolves and places the pod spec of `object`. Kept out of line: it is
