@@ -505,3 +505,48 @@ fn settings_of_the_wrong_type_name_the_type() {
     let e = settings_error(json!({"windowsTaint": []}));
     assert!(e.contains("expected an object, got a list"), "{e}");
 }
+
+/// toleration.rs `describe`: a keyed `Exists` toleration reads as "any
+/// value" of its key, an `Equal` one as `key=value`, a keyless `Exists`
+/// one as every taint. Upstream: Kubernetes Toleration semantics
+/// (k8s.io/api/core/v1 `Toleration.ToleratesTaint`: Exists ignores the value).
+#[test]
+fn keyed_exists_toleration_reads_as_any_value() {
+    use os_placement_core::toleration::describe;
+    let read = |t: serde_json::Value| describe(&serde_json::from_value(t).unwrap());
+    assert_eq!(
+        read(json!({"key": "os", "operator": "Exists", "effect": "NoSchedule"})),
+        "os (any value):NoSchedule"
+    );
+    assert_eq!(
+        read(json!({"key": "os", "operator": "Equal", "value": "windows", "effect": "NoSchedule"})),
+        "os=windows:NoSchedule"
+    );
+    assert_eq!(read(json!({"operator": "Exists"})), "every taint");
+}
+
+/// windows_rules.rs `unremarkable`: a Linux-only field set to 0 on a
+/// Windows pod is forbidden "even when 0", since 0 looks harmless; another
+/// number gets the plain message. Upstream: Kubernetes
+/// pkg/apis/core/validation/validation.go `validateWindows` (runAsUser is
+/// forbidden whatever its value when spec.os.name is windows).
+#[test]
+fn forbidden_zero_is_called_out_as_zero() {
+    let with_run_as_user = |uid: i64| {
+        pod(json!({
+            "os": {"name": "windows"},
+            "securityContext": {"runAsUser": uid},
+            "containers": [{"name": "c", "image": WIN2022}],
+        }))
+    };
+    let d = create(&with_run_as_user(0), &eks());
+    assert!(!d.accepted);
+    let m = message(&d);
+    assert!(m.contains("securityContext.runAsUser"), "{m}");
+    assert!(m.contains("forbidden for Windows pods even when 0,"), "{m}");
+    let d = create(&with_run_as_user(1000), &eks());
+    assert!(!d.accepted);
+    let m = message(&d);
+    assert!(m.contains("securityContext.runAsUser"), "{m}");
+    assert!(!m.contains("even when"), "{m}");
+}
