@@ -550,3 +550,67 @@ fn forbidden_zero_is_called_out_as_zero() {
     assert!(m.contains("securityContext.runAsUser"), "{m}");
     assert!(!m.contains("even when"), "{m}");
 }
+
+/// windows_rules.rs `unremarkable`: an empty string, list or object in a
+/// Linux-only field of a Windows pod is forbidden "even when empty"; a
+/// value that is set gets the plain message. Upstream: Kubernetes
+/// pkg/apis/core/validation/validation.go `validateWindows` (the fields are
+/// forbidden when set at all).
+#[test]
+fn forbidden_empty_value_is_called_out_as_empty() {
+    let with_context = |field: &str, value: serde_json::Value| {
+        let object = pod(json!({
+            "os": {"name": "windows"},
+            "securityContext": {field: value},
+            "containers": [{"name": "c", "image": WIN2022}],
+        }));
+        let d = create(&object, &eks());
+        assert!(!d.accepted, "{field}: {value}");
+        let m = message(&d);
+        assert!(m.contains(&format!("securityContext.{field}")), "{m}");
+        m
+    };
+    for (field, empty, set) in [
+        ("fsGroupChangePolicy", json!(""), json!("Always")),
+        ("supplementalGroups", json!([]), json!([1000])),
+        ("seLinuxOptions", json!({}), json!({"level": "s0:c1"})),
+    ] {
+        let m = with_context(field, empty);
+        assert!(
+            m.contains("forbidden for Windows pods even when empty,"),
+            "{m}"
+        );
+        let m = with_context(field, set);
+        assert!(!m.contains("even when"), "{m}");
+    }
+}
+
+/// windows_rules.rs `host_process_rules`: when the pod and a container both
+/// set `hostProcess`, they must agree; agreeing values are fine. Upstream:
+/// Kubernetes pkg/apis/core/validation/validation.go
+/// `validateWindowsHostProcessPod` (pod and container values must be
+/// identical when both are set).
+#[test]
+fn host_process_pod_and_container_values_must_agree() {
+    let with_values = |pod_value: bool, container_value: bool| {
+        pod(json!({
+            "hostNetwork": true,
+            "securityContext": {"windowsOptions": {"hostProcess": pod_value}},
+            "containers": [{"name": "c", "image": WIN2022,
+                "securityContext": {"windowsOptions": {"hostProcess": container_value}}}],
+        }))
+    };
+    let d = create(&with_values(true, true), &eks());
+    assert!(d.accepted, "{}", message(&d));
+    for (pod_value, container_value) in [(true, false), (false, true)] {
+        let d = create(&with_values(pod_value, container_value), &eks());
+        assert_rejected_with(&d, "host-process");
+        let m = message(&d);
+        assert!(
+            m.contains(&format!(
+                "spec.containers[0].securityContext.windowsOptions.hostProcess: is {container_value} but the pod's securityContext.windowsOptions.hostProcess is {pod_value}"
+            )),
+            "{m}"
+        );
+    }
+}
