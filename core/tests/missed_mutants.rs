@@ -235,6 +235,236 @@ fn windows_images_pattern_matches_a_trimmed_reference_in_its_own_case() {
     assert!(!is_windows(" registry.example.com/Linux/app:1"));
 }
 
+const WIN2022: &str = "mcr.microsoft.com/windows/servercore:ltsc2022";
+const PRIVATE: &str = "registry.corp.example/billing/api:4.2";
+const BUILD_LABEL: &str = "node.kubernetes.io/windows-build";
+
+/// A private image whose registry index lists Windows 2019 and 2022
+/// entries (OCI image index `platform.os.version`).
+fn two_build_index() -> os_placement_core::Facts {
+    use os_placement_core::facts::{ImageFacts, Platform};
+    let windows = |version: &str| Platform {
+        os: "windows".into(),
+        os_version: Some(version.into()),
+        architecture: Some("amd64".into()),
+    };
+    os_placement_core::Facts {
+        images: [(
+            PRIVATE.to_string(),
+            ImageFacts::Platforms(vec![windows("10.0.17763.6414"), windows("10.0.20348.2700")]),
+        )]
+        .into(),
+        ..Default::default()
+    }
+}
+
+fn create_with(
+    object: &serde_json::Value,
+    settings: &os_placement_core::Settings,
+    facts: &os_placement_core::Facts,
+) -> os_placement_core::Decision {
+    let review = os_placement_core::Review {
+        kind: "Pod",
+        operation: os_placement_core::Operation::Create,
+        object,
+        old_object: None,
+    };
+    os_placement_core::evaluate_with_facts(&review, settings, facts)
+}
+
+/// place.rs `build_placement`: when no node build of the cluster runs the
+/// image, the pod keeps the image's own pin and waits for such a node;
+/// an affinity over no build would match nothing.
+/// Upstream: Windows container version compatibility (learn.microsoft.com):
+/// a process-isolated ltsc2022 image needs a 10.0.20348 host.
+#[test]
+fn no_fitting_cluster_build_keeps_the_images_own_pin() {
+    let object = pod_with_images(&[WIN2022]);
+    let only_2019 = settings(json!({
+        "windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"},
+        "windowsBuilds": ["10.0.17763"]
+    }));
+    let d = create(&object, &only_2019);
+    assert!(d.accepted, "{}", message(&d));
+    let selector = result_object(&object, &d)["spec"]["nodeSelector"].clone();
+    assert_eq!(selector[BUILD_LABEL], "10.0.20348", "{selector}");
+    assert!(
+        !patch_paths(&d).iter().any(|p| p.contains("affinity")),
+        "{:?}",
+        patch_paths(&d)
+    );
+}
+
+/// place.rs `join_builds`: without mutation, the rejection names the builds
+/// the pod must select.
+#[test]
+fn build_affinity_rejection_names_the_builds() {
+    let object = pod_with_images(&[PRIVATE]);
+    let validate_only = settings(json!({
+        "mutate": false,
+        "windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"}
+    }));
+    let d = create_with(&object, &validate_only, &two_build_index());
+    assert!(!d.accepted);
+    assert!(
+        message(&d).contains("builds 10.0.17763, 10.0.20348"),
+        "{}",
+        message(&d)
+    );
+}
+
+/// place.rs `choose_runtime_class`: with `preferRuntimeClass`, a declared
+/// class that agrees with the pod's OS and provides what is missing (here
+/// only the toleration) is set instead of the fields themselves.
+/// Upstream: RuntimeClass scheduling merges the class's tolerations into the
+/// pod (plugin/pkg/admission/runtimeclass/admission.go).
+#[test]
+fn prefer_runtime_class_sets_a_class_that_provides_the_missing_toleration() {
+    let object = pod(json!({
+        "nodeSelector": {"kubernetes.io/os": "windows", "node.kubernetes.io/windows-build": "10.0.17763"},
+        "containers": [{"name": "c", "image": WIN2019}],
+    }));
+    let settings = settings(json!({
+        "windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"},
+        "preferRuntimeClass": true,
+        "runtimeClasses": [{"name": "windows-tolerant", "scheduling": {"tolerations": [
+            {"key": "os", "operator": "Equal", "value": "windows", "effect": "NoSchedule"}]}}]
+    }));
+    let d = create(&object, &settings);
+    assert!(d.accepted, "{}", message(&d));
+    assert_eq!(
+        op_value(&d, "/spec/runtimeClassName"),
+        Some(&json!("windows-tolerant"))
+    );
+}
+
+/// The messages for the Windows pod of `containers[0].securityContext`.
+fn forbidden_messages(security_context: serde_json::Value) -> Vec<String> {
+    let object = pod(json!({
+        "os": {"name": "windows"},
+        "nodeSelector": {"kubernetes.io/os": "windows", "node.kubernetes.io/windows-build": "10.0.17763"},
+        "tolerations": [eks_toleration()],
+        "containers": [{"name": "c", "image": WIN2019, "securityContext": security_context}],
+    }));
+    let d = create(&object, &eks());
+    assert!(
+        !d.accepted,
+        "a forbidden field is a violation: {security_context}"
+    );
+    d.violations.iter().map(|v| v.message.clone()).collect()
+}
+
+/// windows_rules.rs `unremarkable`: a forbidden field set to a value that
+/// looks harmless (false, 0, empty) is named so, since the API forbids it
+/// anyway; any other value gets the plain message.
+/// Upstream: `validateWindows` tests these pointers and lists against nil
+/// (pkg/apis/core/validation/validation.go).
+#[test]
+fn forbidden_field_messages_name_harmless_looking_values_only() {
+    let cases = [
+        (json!({"runAsUser": 0}), Some("even when 0")),
+        (json!({"runAsUser": 1000}), None),
+        (json!({"procMount": ""}), Some("even when empty")),
+        (json!({"procMount": "Default"}), None),
+        (json!({"capabilities": {}}), Some("even when empty")),
+        (json!({"capabilities": {"drop": ["ALL"]}}), None),
+        (json!({"privileged": false}), Some("even when false")),
+    ];
+    for (security_context, wording) in cases {
+        let messages = forbidden_messages(security_context.clone());
+        match wording {
+            Some(w) => assert!(
+                messages.iter().any(|m| m.contains(w)),
+                "{security_context}: {messages:?}"
+            ),
+            None => assert!(
+                messages.iter().all(|m| !m.contains("even when")),
+                "{security_context}: {messages:?}"
+            ),
+        }
+    }
+    let object = pod(json!({
+        "os": {"name": "windows"},
+        "nodeSelector": {"kubernetes.io/os": "windows", "node.kubernetes.io/windows-build": "10.0.17763"},
+        "tolerations": [eks_toleration()],
+        "securityContext": {"supplementalGroups": []},
+        "containers": [{"name": "c", "image": WIN2019}],
+    }));
+    let empty = create(&object, &eks());
+    assert!(
+        message(&empty).contains("even when empty"),
+        "{}",
+        message(&empty)
+    );
+    let listed = with_spec(
+        object,
+        json!({"securityContext": {"supplementalGroups": [1000]}}),
+    );
+    let listed = create(&listed, &eks());
+    assert!(!listed.accepted);
+    assert!(
+        !message(&listed).contains("even when"),
+        "{}",
+        message(&listed)
+    );
+}
+
+/// windows_rules.rs `host_process_rules`: pod and container `hostProcess`
+/// must agree; when they do, there is nothing to say; when they do not,
+/// the message names both values.
+/// Upstream: validateWindowsHostProcessPod (pkg/apis/core/validation/validation.go).
+#[test]
+fn host_process_pod_and_container_values_must_agree() {
+    let spec = |container: bool| {
+        pod(json!({
+            "hostNetwork": true,
+            "securityContext": {"windowsOptions": {"hostProcess": true, "runAsUserName": "NT AUTHORITY\\SYSTEM"}},
+            "containers": [{"name": "c", "image": WIN2019,
+                            "securityContext": {"windowsOptions": {"hostProcess": container}}}],
+        }))
+    };
+    let agree = create(&spec(true), &eks());
+    assert!(
+        !codes(&agree).contains(&"host-process"),
+        "{}",
+        message(&agree)
+    );
+    let disagree = create(&spec(false), &eks());
+    assert!(
+        message(&disagree)
+            .contains("is false but the pod's securityContext.windowsOptions.hostProcess is true"),
+        "{}",
+        message(&disagree)
+    );
+}
+
+/// toleration.rs `describe`: an `Exists` toleration of one key tolerates
+/// any value of it. Upstream: Toleration.ToleratesTaint (k8s.io/api core/v1
+/// toleration.go).
+#[test]
+fn exists_toleration_is_described_as_any_value_of_its_key() {
+    use k8s_openapi::api::core::v1::Toleration;
+    let exists = Toleration {
+        key: Some("os".into()),
+        operator: Some("Exists".into()),
+        effect: Some("NoSchedule".into()),
+        ..Default::default()
+    };
+    assert_eq!(
+        os_placement_core::toleration::describe(&exists),
+        "os (any value):NoSchedule"
+    );
+    let equal = Toleration {
+        operator: Some("Equal".into()),
+        value: Some("windows".into()),
+        ..exists
+    };
+    assert_eq!(
+        os_placement_core::toleration::describe(&equal),
+        "os=windows:NoSchedule"
+    );
+}
+
 // ---- resolve.rs and settings.rs ----
 
 fn with_facts(object: &serde_json::Value, settings: &Settings, facts: &Facts) -> Decision {
@@ -504,113 +734,4 @@ fn settings_of_the_wrong_type_name_the_type() {
     }
     let e = settings_error(json!({"windowsTaint": []}));
     assert!(e.contains("expected an object, got a list"), "{e}");
-}
-
-/// toleration.rs `describe`: a keyed `Exists` toleration reads as "any
-/// value" of its key, an `Equal` one as `key=value`, a keyless `Exists`
-/// one as every taint. Upstream: Kubernetes Toleration semantics
-/// (k8s.io/api/core/v1 `Toleration.ToleratesTaint`: Exists ignores the value).
-#[test]
-fn keyed_exists_toleration_reads_as_any_value() {
-    use os_placement_core::toleration::describe;
-    let read = |t: serde_json::Value| describe(&serde_json::from_value(t).unwrap());
-    assert_eq!(
-        read(json!({"key": "os", "operator": "Exists", "effect": "NoSchedule"})),
-        "os (any value):NoSchedule"
-    );
-    assert_eq!(
-        read(json!({"key": "os", "operator": "Equal", "value": "windows", "effect": "NoSchedule"})),
-        "os=windows:NoSchedule"
-    );
-    assert_eq!(read(json!({"operator": "Exists"})), "every taint");
-}
-
-/// windows_rules.rs `unremarkable`: a Linux-only field set to 0 on a
-/// Windows pod is forbidden "even when 0", since 0 looks harmless; another
-/// number gets the plain message. Upstream: Kubernetes
-/// pkg/apis/core/validation/validation.go `validateWindows` (runAsUser is
-/// forbidden whatever its value when spec.os.name is windows).
-#[test]
-fn forbidden_zero_is_called_out_as_zero() {
-    let with_run_as_user = |uid: i64| {
-        pod(json!({
-            "os": {"name": "windows"},
-            "securityContext": {"runAsUser": uid},
-            "containers": [{"name": "c", "image": WIN2022}],
-        }))
-    };
-    let d = create(&with_run_as_user(0), &eks());
-    assert!(!d.accepted);
-    let m = message(&d);
-    assert!(m.contains("securityContext.runAsUser"), "{m}");
-    assert!(m.contains("forbidden for Windows pods even when 0,"), "{m}");
-    let d = create(&with_run_as_user(1000), &eks());
-    assert!(!d.accepted);
-    let m = message(&d);
-    assert!(m.contains("securityContext.runAsUser"), "{m}");
-    assert!(!m.contains("even when"), "{m}");
-}
-
-/// windows_rules.rs `unremarkable`: an empty string, list or object in a
-/// Linux-only field of a Windows pod is forbidden "even when empty"; a
-/// value that is set gets the plain message. Upstream: Kubernetes
-/// pkg/apis/core/validation/validation.go `validateWindows` (the fields are
-/// forbidden when set at all).
-#[test]
-fn forbidden_empty_value_is_called_out_as_empty() {
-    let with_context = |field: &str, value: serde_json::Value| {
-        let object = pod(json!({
-            "os": {"name": "windows"},
-            "securityContext": {field: value},
-            "containers": [{"name": "c", "image": WIN2022}],
-        }));
-        let d = create(&object, &eks());
-        assert!(!d.accepted, "{field}: {value}");
-        let m = message(&d);
-        assert!(m.contains(&format!("securityContext.{field}")), "{m}");
-        m
-    };
-    for (field, empty, set) in [
-        ("fsGroupChangePolicy", json!(""), json!("Always")),
-        ("supplementalGroups", json!([]), json!([1000])),
-        ("seLinuxOptions", json!({}), json!({"level": "s0:c1"})),
-    ] {
-        let m = with_context(field, empty);
-        assert!(
-            m.contains("forbidden for Windows pods even when empty,"),
-            "{m}"
-        );
-        let m = with_context(field, set);
-        assert!(!m.contains("even when"), "{m}");
-    }
-}
-
-/// windows_rules.rs `host_process_rules`: when the pod and a container both
-/// set `hostProcess`, they must agree; agreeing values are fine. Upstream:
-/// Kubernetes pkg/apis/core/validation/validation.go
-/// `validateWindowsHostProcessPod` (pod and container values must be
-/// identical when both are set).
-#[test]
-fn host_process_pod_and_container_values_must_agree() {
-    let with_values = |pod_value: bool, container_value: bool| {
-        pod(json!({
-            "hostNetwork": true,
-            "securityContext": {"windowsOptions": {"hostProcess": pod_value}},
-            "containers": [{"name": "c", "image": WIN2022,
-                "securityContext": {"windowsOptions": {"hostProcess": container_value}}}],
-        }))
-    };
-    let d = create(&with_values(true, true), &eks());
-    assert!(d.accepted, "{}", message(&d));
-    for (pod_value, container_value) in [(true, false), (false, true)] {
-        let d = create(&with_values(pod_value, container_value), &eks());
-        assert_rejected_with(&d, "host-process");
-        let m = message(&d);
-        assert!(
-            m.contains(&format!(
-                "spec.containers[0].securityContext.windowsOptions.hostProcess: is {container_value} but the pod's securityContext.windowsOptions.hostProcess is {pod_value}"
-            )),
-            "{m}"
-        );
-    }
 }
