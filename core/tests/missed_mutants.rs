@@ -10,6 +10,8 @@
 mod common;
 
 use common::*;
+use os_placement_core::facts::{ImageFacts, Platform};
+use os_placement_core::{evaluate_with_facts, Decision, Facts, Operation, Review, Settings};
 use serde_json::json;
 
 /// affinity.rs `expression_placement`: `NotIn` reads as "every node but
@@ -461,4 +463,275 @@ fn exists_toleration_is_described_as_any_value_of_its_key() {
         os_placement_core::toleration::describe(&equal),
         "os=windows:NoSchedule"
     );
+}
+
+// ---- resolve.rs and settings.rs ----
+
+fn with_facts(object: &serde_json::Value, settings: &Settings, facts: &Facts) -> Decision {
+    let review = Review {
+        kind: object["kind"].as_str().unwrap_or(""),
+        operation: Operation::Create,
+        object,
+        old_object: None,
+    };
+    evaluate_with_facts(&review, settings, facts)
+}
+
+fn platform(os: &str, arch: &str, version: Option<&str>) -> Platform {
+    Platform {
+        os: os.into(),
+        os_version: version.map(Into::into),
+        architecture: Some(arch.into()),
+    }
+}
+
+fn image_facts(reference: &str, facts: ImageFacts) -> Facts {
+    Facts {
+        images: [(reference.to_string(), facts)].into(),
+        ..Facts::default()
+    }
+}
+
+fn settings_error(v: serde_json::Value) -> String {
+    match Settings::from_value(&v) {
+        Ok(_) => panic!("settings {v} were accepted"),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// resolve.rs `Resolution::image_builds`: only the images' own signals
+/// give the image builds. Node affinity on two builds does not tell which
+/// build an image without a build tag needs, so it still gets the
+/// `unknown-build` warning; an image naming its build gets none.
+/// Upstream: Windows container version compatibility (Microsoft docs:
+/// process isolation needs the host build to match the image build).
+#[test]
+fn node_affinity_builds_are_not_image_builds() {
+    let spec = |image: &str| {
+        pod(json!({
+            "containers": [{"name": "c", "image": image}],
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "node.kubernetes.io/windows-build", "operator": "In",
+                    "values": ["10.0.17763", "10.0.20348"]}]}]}}},
+        }))
+    };
+    let d = create(&spec("mcr.microsoft.com/windows/servercore:latest"), &eks());
+    assert!(d.accepted, "{}", message(&d));
+    assert!(
+        warning_codes(&d).contains(&"unknown-build"),
+        "{:?}",
+        warning_codes(&d)
+    );
+    let d = create(&spec(WIN2019), &eks());
+    assert!(
+        !warning_codes(&d).contains(&"unknown-build"),
+        "{:?}",
+        warning_codes(&d)
+    );
+}
+
+/// resolve.rs `Found::windows_options`: a conflict names a HostProcess
+/// pod's windowsOptions as `hostProcess: true`, the field that makes it a
+/// Windows pod, not the list of every option set.
+/// Upstream: Kubernetes docs, "Create a Windows HostProcess Pod".
+#[test]
+fn host_process_conflict_names_host_process_alone() {
+    let object = pod(json!({
+        "nodeSelector": {"kubernetes.io/os": "linux"},
+        "securityContext": {"windowsOptions": {"hostProcess": true, "runAsUserName": "NT AUTHORITY\\SYSTEM"}},
+        "hostNetwork": true,
+        "containers": [{"name": "c", "image": "registry.example.com/tool:1"}],
+    }));
+    let d = create(&object, &eks());
+    let m = message(&d);
+    assert!(!d.accepted);
+    assert!(m.contains("hostProcess: true"), "{m}");
+    assert!(!m.contains("runAsUserName"), "{m}");
+    // Without hostProcess, the options set are listed.
+    let object = pod(json!({
+        "nodeSelector": {"kubernetes.io/os": "linux"},
+        "securityContext": {"windowsOptions": {"runAsUserName": "ContainerUser"}},
+        "containers": [{"name": "c", "image": "registry.example.com/tool:1"}],
+    }));
+    let d = create(&object, &eks());
+    let m = message(&d);
+    assert!(!d.accepted);
+    assert!(m.contains("runAsUserName"), "{m}");
+}
+
+/// resolve.rs `Found::lookup_failed`: with `lookupFailure: reject`, the
+/// rejection's fix also names the setting that turns it into a warning;
+/// the warning (`lookupFailure: warn`) does not.
+/// Upstream: OCI distribution spec (a manifest fetch can fail: 401, 404).
+#[test]
+fn lookup_failure_rejection_names_the_setting_to_warn_instead() {
+    let facts = image_facts(
+        WIN2022,
+        ImageFacts::LookupFailed("connection refused".into()),
+    );
+    let object = pod(spec_with_images(&[WIN2022]));
+    let strict = settings(json!({
+        "windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"},
+        "lookupFailure": "reject"
+    }));
+    let d = with_facts(&object, &strict, &facts);
+    assert!(!d.accepted);
+    let m = message(&d);
+    assert!(m.contains("or set lookupFailure: warn"), "{m}");
+    let d = with_facts(&object, &eks(), &facts);
+    assert!(d.accepted);
+    let lines = d.warning_lines();
+    assert!(
+        lines.iter().any(|w| w.contains("connection refused")),
+        "{lines:?}"
+    );
+    assert!(
+        !lines.iter().any(|w| w.contains("lookupFailure")),
+        "{lines:?}"
+    );
+}
+
+/// resolve.rs `Found::image_by_reference`: a Hyper-V RuntimeClass lets an
+/// image run on its build and newer ones. Under node affinity on 2019 and
+/// 2022, an ltsc2022 image is pinned to 2022, the one build both allow; an
+/// ltsc2019 image runs on both, so it gets no pin, while with process
+/// isolation it is pinned to its own build.
+/// Upstream: Microsoft docs, Windows container version compatibility
+/// (Hyper-V isolation runs older images on newer hosts).
+#[test]
+fn hyperv_image_by_reference_is_pinned_within_the_affinity_builds() {
+    let declared = settings(json!({
+        "windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"},
+        "runtimeClasses": [{"name": "win-hv", "isolation": "hyperv", "scheduling": {
+            "nodeSelector": {"kubernetes.io/os": "windows"}, "tolerations": [eks_toleration()]}}]
+    }));
+    let spec = |image: &str, runtime_class: Option<&str>| {
+        pod(json!({"runtimeClassName": runtime_class,
+            "containers": [{"name": "c", "image": image}],
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "node.kubernetes.io/windows-build", "operator": "In",
+                    "values": ["10.0.17763", "10.0.20348"]}]}]}}},
+        }))
+    };
+    let pin = |image: &str, runtime_class: Option<&str>| {
+        let object = spec(image, runtime_class);
+        let d = create(&object, &declared);
+        assert!(d.accepted, "{}", message(&d));
+        result_object(&object, &d)["spec"]["nodeSelector"]["node.kubernetes.io/windows-build"]
+            .clone()
+    };
+    assert_eq!(pin(WIN2022, Some("win-hv")), json!("10.0.20348"));
+    assert_eq!(pin(WIN2019, Some("win-hv")), json!(null));
+    assert_eq!(pin(WIN2019, None), json!("10.0.17763"));
+}
+
+/// resolve.rs `describe_platforms`: a registry-based conflict lists the
+/// image's Linux and Windows entries, leaves out attestation entries
+/// (`unknown/unknown`), and counts what is beyond four.
+/// Upstream: OCI image index spec (platform.os; attestation manifests use
+/// `unknown`, BuildKit docs).
+#[test]
+fn registry_platforms_are_described_in_the_conflict() {
+    let reference = "registry.example.com/app:1";
+    let object = pod(json!({"nodeSelector": {"kubernetes.io/os": "windows"},
+        "containers": [{"name": "c", "image": reference}]}));
+    let few = vec![
+        platform("linux", "amd64", None),
+        platform("unknown", "unknown", None),
+    ];
+    let d = with_facts(
+        &object,
+        &eks(),
+        &image_facts(reference, ImageFacts::Platforms(few)),
+    );
+    let m = message(&d);
+    assert!(!d.accepted);
+    assert!(m.contains("registry: linux/amd64"), "{m}");
+    assert!(!m.contains("unknown"), "{m}");
+    assert!(!m.contains("more"), "{m}");
+    let many = ["amd64", "arm64", "arm", "ppc64le", "s390x"]
+        .iter()
+        .map(|arch| platform("linux", arch, None))
+        .collect();
+    let d = with_facts(
+        &object,
+        &eks(),
+        &image_facts(reference, ImageFacts::Platforms(many)),
+    );
+    let m = message(&d);
+    assert!(
+        m.contains("linux/amd64, linux/arm64, linux/arm, linux/ppc64le and 1 more"),
+        "{m}"
+    );
+    assert!(!m.contains("s390x"), "{m}");
+}
+
+/// resolve.rs `find_conflicts`: required node affinity that no node
+/// matches is fixed in its nodeSelectorTerms; a nodeSelector value no node
+/// carries is fixed by changing or removing the entry.
+/// Upstream: Kubernetes docs, "Assign Pods to Nodes" (nodeSelectorTerms are
+/// ORed, matchExpressions ANDed).
+#[test]
+fn affinity_no_node_matches_is_fixed_in_its_terms() {
+    let object = pod(json!({
+        "containers": [{"name": "c", "image": "registry.example.com/app:1"}],
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [
+                {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+                {"key": "kubernetes.io/os", "operator": "In", "values": ["windows"]}]}]}}},
+    }));
+    let d = create(&object, &eks());
+    let m = message(&d);
+    assert!(!d.accepted);
+    assert!(m.contains("nodeSelectorTerm"), "{m}");
+    let object = pod(json!({
+        "containers": [{"name": "c", "image": "registry.example.com/app:1"}],
+        "nodeSelector": {"kubernetes.io/os": "plan9"},
+    }));
+    let d = create(&object, &eks());
+    let m = message(&d);
+    assert!(!d.accepted);
+    assert!(!m.contains("nodeSelectorTerm"), "{m}");
+}
+
+/// settings.rs `Reader::taint`: a `windowsTaint.key` or `.effect` of the
+/// wrong type is reported as such, not also as missing.
+/// Upstream: Kubernetes Taint type (key and effect are required strings,
+/// k8s.io/api/core/v1/types.go).
+#[test]
+fn taint_field_of_the_wrong_type_is_not_also_missing() {
+    let e = settings_error(
+        json!({"windowsTaint": {"key": 5, "value": "windows", "effect": "NoSchedule"}}),
+    );
+    assert!(e.contains("windowsTaint.key"), "{e}");
+    assert!(e.contains("the number 5"), "{e}");
+    assert!(!e.contains("is required"), "{e}");
+    let e =
+        settings_error(json!({"windowsTaint": {"key": "os", "value": "windows", "effect": true}}));
+    assert!(e.contains("windowsTaint.effect"), "{e}");
+    assert!(!e.contains("is required"), "{e}");
+    // Missing, they are required.
+    let e = settings_error(json!({"windowsTaint": {"value": "windows"}}));
+    assert!(e.contains("windowsTaint.key: is required"), "{e}");
+    assert!(e.contains("windowsTaint.effect: is required"), "{e}");
+}
+
+/// settings.rs `json_type_name`: settings of the wrong JSON type name the
+/// type they got.
+#[test]
+fn settings_of_the_wrong_type_name_the_type() {
+    for (value, name) in [
+        (json!([]), "a list"),
+        (json!(true), "a boolean"),
+        (json!("x"), "a string"),
+        (json!(1), "a number"),
+    ] {
+        let e = settings_error(value);
+        assert!(
+            e.contains(&format!("expected an object, got {name}")),
+            "{e}"
+        );
+    }
+    let e = settings_error(json!({"windowsTaint": []}));
+    assert!(e.contains("expected an object, got a list"), "{e}");
 }
