@@ -314,8 +314,9 @@ fn build_affinity_rejection_names_the_builds() {
 }
 
 /// place.rs `choose_runtime_class`: with `preferRuntimeClass`, a declared
-/// class that agrees with the pod's OS and provides what is missing (here
-/// only the toleration) is set instead of the fields themselves.
+/// class that agrees with the pod's OS and its own nodeSelector entries and
+/// provides what is missing (here only the toleration) is set instead of
+/// the fields themselves.
 /// Upstream: RuntimeClass scheduling merges the class's tolerations into the
 /// pod (plugin/pkg/admission/runtimeclass/admission.go).
 #[test]
@@ -327,8 +328,9 @@ fn prefer_runtime_class_sets_a_class_that_provides_the_missing_toleration() {
     let settings = settings(json!({
         "windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"},
         "preferRuntimeClass": true,
-        "runtimeClasses": [{"name": "windows-tolerant", "scheduling": {"tolerations": [
-            {"key": "os", "operator": "Equal", "value": "windows", "effect": "NoSchedule"}]}}]
+        "runtimeClasses": [{"name": "windows-tolerant", "scheduling": {
+            "nodeSelector": {"kubernetes.io/os": "windows"},
+            "tolerations": [{"key": "os", "operator": "Equal", "value": "windows", "effect": "NoSchedule"}]}}]
     }));
     let d = create(&object, &settings);
     assert!(d.accepted, "{}", message(&d));
@@ -734,4 +736,17 @@ fn settings_of_the_wrong_type_name_the_type() {
     }
     let e = settings_error(json!({"windowsTaint": []}));
     assert!(e.contains("expected an object, got a list"), "{e}");
+}
+
+/// image.rs `is_linux_official_image`: `amazonlinux` is official on Docker
+/// Hub and in Amazon's own `amazonlinux/amazonlinux` repository, not under
+/// any other owner. Upstream: Amazon Linux container images
+/// (docs.aws.amazon.com, public.ecr.aws/amazonlinux/amazonlinux).
+#[test]
+fn amazonlinux_is_official_only_in_its_own_repositories() {
+    use os_placement_core::image::{classify, ImageOs};
+    let is_linux = |image: &str| matches!(classify(image, &[]), ImageOs::Linux { .. });
+    assert!(is_linux("public.ecr.aws/amazonlinux/amazonlinux:2023"));
+    assert!(is_linux("amazonlinux:2023"));
+    assert!(!is_linux("registry.example.com/team/amazonlinux:2023"));
 }
