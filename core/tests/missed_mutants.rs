@@ -179,20 +179,33 @@ fn bound_pod_is_warned_about_only_when_a_selector_entry_is_dropped() {
     );
 }
 
+/// A Windows 2019 pod that selects its OS and build but does not tolerate
+/// the EKS Windows taint.
+fn selected_windows_pod() -> serde_json::Value {
+    pod(json!({
+        "nodeSelector": {"kubernetes.io/os": "windows", "node.kubernetes.io/windows-build": "10.0.17763"},
+        "containers": [{"name": "c", "image": WIN2019}],
+    }))
+}
+
+/// EKS settings with `preferRuntimeClass` and one declared class.
+fn prefer_runtime_class(class: serde_json::Value) -> Settings {
+    settings(json!({
+        "windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"},
+        "preferRuntimeClass": true,
+        "runtimeClasses": [class]
+    }))
+}
+
 /// place.rs `no_matching_runtime_class`: the fallback warning says what
 /// was added instead; a pod that only lacked the toleration got only that.
 #[test]
 fn prefer_runtime_class_fallback_names_a_lone_toleration() {
-    let object = pod(json!({
-        "nodeSelector": {"kubernetes.io/os": "windows", "node.kubernetes.io/windows-build": "10.0.17763"},
-        "containers": [{"name": "c", "image": WIN2019}],
-    }));
-    let settings = settings(json!({
-        "windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"},
-        "preferRuntimeClass": true,
-        "runtimeClasses": [{"name": "linux", "scheduling": {"nodeSelector": {"kubernetes.io/os": "linux"}}}]
-    }));
-    let d = create(&object, &settings);
+    let d = create(
+        &selected_windows_pod(),
+        &prefer_runtime_class(json!({"name": "linux", "scheduling": {
+            "nodeSelector": {"kubernetes.io/os": "linux"}}})),
+    );
     let w = d
         .warnings
         .iter()
@@ -241,35 +254,14 @@ const BUILD_LABEL: &str = "node.kubernetes.io/windows-build";
 
 /// A private image whose registry index lists Windows 2019 and 2022
 /// entries (OCI image index `platform.os.version`).
-fn two_build_index() -> os_placement_core::Facts {
-    use os_placement_core::facts::{ImageFacts, Platform};
-    let windows = |version: &str| Platform {
-        os: "windows".into(),
-        os_version: Some(version.into()),
-        architecture: Some("amd64".into()),
-    };
-    os_placement_core::Facts {
-        images: [(
-            PRIVATE.to_string(),
-            ImageFacts::Platforms(vec![windows("10.0.17763.6414"), windows("10.0.20348.2700")]),
-        )]
-        .into(),
-        ..Default::default()
-    }
-}
-
-fn create_with(
-    object: &serde_json::Value,
-    settings: &os_placement_core::Settings,
-    facts: &os_placement_core::Facts,
-) -> os_placement_core::Decision {
-    let review = os_placement_core::Review {
-        kind: "Pod",
-        operation: os_placement_core::Operation::Create,
-        object,
-        old_object: None,
-    };
-    os_placement_core::evaluate_with_facts(&review, settings, facts)
+fn two_build_index() -> Facts {
+    image_facts(
+        PRIVATE,
+        ImageFacts::Platforms(vec![
+            platform("windows", "amd64", Some("10.0.17763.6414")),
+            platform("windows", "amd64", Some("10.0.20348.2700")),
+        ]),
+    )
 }
 
 /// place.rs `build_placement`: when no node build of the cluster runs the
@@ -304,7 +296,7 @@ fn build_affinity_rejection_names_the_builds() {
         "mutate": false,
         "windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"}
     }));
-    let d = create_with(&object, &validate_only, &two_build_index());
+    let d = with_facts(&object, &validate_only, &two_build_index());
     assert!(!d.accepted);
     assert!(
         message(&d).contains("builds 10.0.17763, 10.0.20348"),
@@ -321,18 +313,12 @@ fn build_affinity_rejection_names_the_builds() {
 /// pod (plugin/pkg/admission/runtimeclass/admission.go).
 #[test]
 fn prefer_runtime_class_sets_a_class_that_provides_the_missing_toleration() {
-    let object = pod(json!({
-        "nodeSelector": {"kubernetes.io/os": "windows", "node.kubernetes.io/windows-build": "10.0.17763"},
-        "containers": [{"name": "c", "image": WIN2019}],
-    }));
-    let settings = settings(json!({
-        "windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"},
-        "preferRuntimeClass": true,
-        "runtimeClasses": [{"name": "windows-tolerant", "scheduling": {
+    let d = create(
+        &selected_windows_pod(),
+        &prefer_runtime_class(json!({"name": "windows-tolerant", "scheduling": {
             "nodeSelector": {"kubernetes.io/os": "windows"},
-            "tolerations": [{"key": "os", "operator": "Equal", "value": "windows", "effect": "NoSchedule"}]}}]
-    }));
-    let d = create(&object, &settings);
+            "tolerations": [eks_toleration()]}})),
+    );
     assert!(d.accepted, "{}", message(&d));
     assert_eq!(
         op_value(&d, "/spec/runtimeClassName"),
