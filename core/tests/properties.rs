@@ -102,3 +102,52 @@ fn generated_cases_reach_every_property() {
         );
     }
 }
+
+/// Found by the structure-aware fuzz target: a Windows pod (`spec.os.name`)
+/// whose own required affinity excludes every Windows build of the pools
+/// and every node labelled `beta.kubernetes.io/os: windows`. The policy adds
+/// the OS selector and toleration; without the cluster's builds in the
+/// settings it cannot know that no other Windows build exists. As written
+/// the pod would land on Linux and fail there, so the patch makes nothing
+/// worse: the oracle now only asks an admitted pod to land where the pod's
+/// own selectors and affinity allow a node that can run it.
+#[test]
+fn oracle_pod_whose_own_affinity_excludes_every_windows_pool() {
+    use serde_json::json;
+    struct Complete;
+    impl Source for Complete {
+        fn below(&mut self, _: usize) -> usize {
+            0
+        }
+    }
+    let spec = json!({
+        "os": {"name": "windows"},
+        "containers": [{"name": "c0", "image": "myapp:1809"}],
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [
+                {"key": "node.kubernetes.io/windows-build", "operator": "NotIn", "values": ["10.0.20348", "10.0.17763"]},
+                {"key": "node.kubernetes.io/windows-build", "operator": "NotIn", "values": ["10.0.26100", "10.0.20348"]}]},
+            {"matchExpressions": [
+                {"key": "beta.kubernetes.io/os", "operator": "NotIn", "values": ["windows"]}]}]}}},
+    });
+    let settings_value =
+        json!({"windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"}});
+    let kind = os_placement_core::kinds::Kind::Deployment;
+    let case = props::gen::Case {
+        kind,
+        kind_name: "Deployment",
+        object: props::gen::wrap(kind, "Deployment", spec, json!({"name": "x"})),
+        settings: os_placement_core::Settings::from_value(&settings_value).unwrap(),
+        pools: props::oracle::pools(&mut Complete, &settings_value),
+        settings_value,
+        known_labels_only: true,
+    };
+    assert!(props::oracle::complete(&case.pools));
+    let d = props::check::create(case.kind_name, &case.object, &case.settings);
+    assert!(
+        d.accepted && d.mutated_object.is_some(),
+        "{:?}",
+        d.message()
+    );
+    props::check::scheduler_oracle(&case, &d, "regression");
+}

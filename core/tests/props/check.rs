@@ -43,6 +43,24 @@ pub fn create(kind_name: &str, object: &Value, settings: &Settings) -> Decision 
     decision
 }
 
+/// Whether the pod as written (with its RuntimeClass merged) selects
+/// `pool`, taints aside: the policy adds tolerations, never nodes the
+/// user's own selectors or affinity exclude. Without the cluster's builds
+/// in the settings, the policy cannot know that no other Windows build
+/// exists, so a pod whose affinity excludes every pool is not its doing.
+fn admitted_as_written(case: &Case, pool: &oracle::Pool) -> bool {
+    let Some(spec) = case.object.pointer(&spec_pointer(case.kind)) else {
+        return false;
+    };
+    let Some(mut merged) = oracle::merge_runtime_class(spec, &case.settings_value) else {
+        return false;
+    };
+    if let Some(map) = merged.as_object_mut() {
+        map.insert("tolerations".into(), json!([{"operator": "Exists"}]));
+    }
+    oracle::schedulable(&merged, pool) == Some(true)
+}
+
 /// Checks every property on one case.
 pub fn all(case: &Case) {
     let d = create(case.kind_name, &case.object, &case.settings);
@@ -269,7 +287,8 @@ pub fn kinds_agree(case: &Case, d: &Decision, ctx: &str) {
 }
 
 /// The scheduler oracle: an admitted pod lands only on nodes that can run
-/// all its containers, and somewhere when the cluster has such nodes.
+/// all its containers, and somewhere when the cluster has such nodes that
+/// the pod's own selectors and affinity, as written, admit.
 pub fn scheduler_oracle(case: &Case, d: &Decision, ctx: &str) {
     if !d.accepted {
         return;
@@ -302,7 +321,7 @@ pub fn scheduler_oracle(case: &Case, d: &Decision, ctx: &str) {
             );
             lands.push(pool.name.clone());
         }
-        could |= runs;
+        could |= runs && admitted_as_written(case, pool);
     }
     if case.known_labels_only && oracle::complete(&case.pools) && could {
         assert!(
