@@ -151,3 +151,34 @@ fn oracle_pod_whose_own_affinity_excludes_every_windows_pool() {
     );
     props::check::scheduler_oracle(&case, &d, "regression");
 }
+
+/// Found by the structure-aware fuzz target after the fix above: a
+/// HostProcess pod whose image says nothing. The oracle let it "run" on a
+/// Linux node, where windowsOptions is ignored, so the policy's Windows
+/// selector looked like harm. HostProcess is a Windows feature
+/// (WindowsSecurityContextOptions; kubernetes.io, "Create a Windows
+/// HostProcess Pod"): such a pod runs on Windows nodes only.
+#[test]
+fn oracle_host_process_pod_runs_on_windows_only() {
+    use serde_json::json;
+    struct Complete;
+    impl Source for Complete {
+        fn below(&mut self, _: usize) -> usize {
+            0
+        }
+    }
+    let settings =
+        json!({"windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"}});
+    let pools = props::oracle::pools(&mut Complete, &settings);
+    let host_process = json!({
+        "hostNetwork": true,
+        "securityContext": {"windowsOptions": {"hostProcess": true}},
+        "containers": [{"name": "c0", "image": "myapp:1809"}],
+    });
+    let plain = json!({"containers": [{"name": "c0", "image": "myapp:1809"}]});
+    for pool in &pools {
+        let runs = |spec| props::oracle::runs(spec, pool, &settings, true);
+        assert_eq!(runs(&host_process), Some(pool.windows), "{}", pool.name);
+        assert_eq!(runs(&plain), Some(true), "{}", pool.name);
+    }
+}

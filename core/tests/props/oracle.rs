@@ -278,6 +278,10 @@ pub fn runs(spec: &Value, pool: &Pool, settings: &Value, check_build: bool) -> O
             return Some(false);
         }
     }
+    // HostProcess is a Windows feature (WindowsSecurityContextOptions;
+    // kubernetes.io "Create a Windows HostProcess Pod"): a Linux node ignores
+    // windowsOptions and would run the container without it.
+    let pod_host_process = spec.pointer("/securityContext/windowsOptions/hostProcess");
     let mut all = true;
     for list in ["containers", "initContainers"] {
         for c in spec
@@ -286,10 +290,12 @@ pub fn runs(spec: &Value, pool: &Pool, settings: &Value, check_build: bool) -> O
             .unwrap_or(Some(&Vec::new()))?
         {
             let image = c.get("image")?.as_str()?;
-            let host_process =
-                c.pointer("/securityContext/windowsOptions/hostProcess") == Some(&json!(true));
+            let host_process = c
+                .pointer("/securityContext/windowsOptions/hostProcess")
+                .or(pod_host_process)
+                == Some(&json!(true));
             let need = match truth(image, settings) {
-                Need::Windows(_) if host_process => Need::Windows(None),
+                Need::Windows(_) | Need::Any if host_process => Need::Windows(None),
                 need => need,
             };
             all &= match need {
