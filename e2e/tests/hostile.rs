@@ -266,7 +266,11 @@ fn hostile_inputs_get_an_answer_in_time_and_memory() {
     let o = run("payload nested 10,000 deep", "validate", deep.as_bytes());
     // Skipped without recursion: an array is no admission request.
     assert_eq!(
-        o.answer, "rejected: validation payload: the admission request is missing",
+        o.answer,
+        format!(
+            "rejected: {}",
+            first_line(os_placement_policy::MISSING_REQUEST)
+        ),
         "{}",
         o.answer
     );

@@ -52,6 +52,11 @@ pub fn validate(payload: &[u8]) -> CallResult {
     Ok(serde_json::to_vec(&respond(payload))?)
 }
 
+/// The rejection of a payload without a request object, and how to send one.
+pub const MISSING_REQUEST: &str = "validation payload: the admission request is missing; \
+send {\"request\": <the AdmissionRequest object>, \"settings\": <the policy settings>}, \
+as policy-server does";
+
 pub fn respond(payload: &[u8]) -> ValidationResponse {
     respond_with(payload, &facts::Wapc)
 }
@@ -64,7 +69,7 @@ pub fn respond_with(payload: &[u8], host: &dyn facts::Host) -> ValidationRespons
         Err(e) => return rejection(format!("validation payload: not valid JSON: {e}")),
     };
     let Some(request) = &payload.request else {
-        return rejection("validation payload: the admission request is missing".to_string());
+        return rejection(MISSING_REQUEST.to_string());
     };
     let settings = match Settings::from_value(&payload.settings) {
         Ok(s) => s,
@@ -99,5 +104,31 @@ fn rejection(message: String) -> ValidationResponse {
         mutated_object: None,
         audit_annotations: None,
         warnings: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct NoHost;
+
+    impl facts::Host for NoHost {
+        fn call(&self, _: &str, _: &str, _: &[u8]) -> Result<Vec<u8>, String> {
+            Err("no host".into())
+        }
+    }
+
+    #[test]
+    fn a_payload_without_a_request_object_says_how_to_send_one() {
+        for payload in [&b"[]"[..], b"{}", br#"{"request": "x", "settings": {}}"#] {
+            let response = respond_with(payload, &NoHost);
+            assert!(!response.accepted);
+            assert_eq!(response.message.as_deref(), Some(MISSING_REQUEST));
+        }
+        let bad = respond_with(b"{", &NoHost);
+        assert!(bad
+            .message
+            .is_some_and(|m| m.starts_with("validation payload: not valid JSON: EOF")));
     }
 }

@@ -530,24 +530,14 @@ fn run(options: &Options) -> Result<()> {
         memory.push(row);
     }
 
-    print_report(
-        options,
-        &policies,
-        &cases,
-        &compile,
-        &timings,
-        &containers,
-        &memory,
-    );
-    let report = json_report(
-        options,
-        &policies,
-        &cases,
-        &compile,
-        &timings,
-        &containers,
-        &memory,
-    );
+    let measured = Measured {
+        compile,
+        timings,
+        containers,
+        memory,
+    };
+    print_report(options, &policies, &cases, &measured);
+    let report = json_report(options, &policies, &cases, &measured);
     if let Some(dir) = options.json.parent() {
         std::fs::create_dir_all(dir)?;
     }
@@ -557,16 +547,13 @@ fn run(options: &Options) -> Result<()> {
     Ok(())
 }
 
-#[allow(clippy::too_many_arguments)]
-fn print_report(
-    options: &Options,
-    policies: &[Policy],
-    cases: &[Case],
-    compile: &[f64],
-    timings: &[Vec<[Stats; 2]>],
-    containers: &[Vec<f64>],
-    memory: &[Vec<usize>],
-) {
+fn print_report(options: &Options, policies: &[Policy], cases: &[Case], measured: &Measured) {
+    let Measured {
+        compile,
+        timings,
+        containers,
+        memory,
+    } = measured;
     println!("machine: {}", machine());
     println!(
         "os-placement: {} with {}",
@@ -653,22 +640,36 @@ fn print_report(
     println!("{line}");
 }
 
+/// Every figure of one run, per policy (in `load_policies` order).
+struct Measured {
+    /// wasmtime compile time, ms.
+    compile: Vec<f64>,
+    /// Per case, warm and fresh.
+    timings: Vec<Vec<[Stats; 2]>>,
+    /// µs per request for each of `CONTAINER_COUNTS`.
+    containers: Vec<Vec<f64>>,
+    /// Peak linear memory per case, bytes.
+    memory: Vec<Vec<usize>>,
+}
+
 /// Cost of one more container between 10 and 100, and between 100 and 1000.
 fn marginal(per_n: &[f64]) -> (f64, f64) {
     let t = |i: usize| per_n.get(i).copied().unwrap_or(f64::NAN);
     ((t(2) - t(1)) / 90.0, (t(3) - t(2)) / 900.0)
 }
 
-#[allow(clippy::too_many_arguments)]
 fn json_report(
     options: &Options,
     policies: &[Policy],
     cases: &[Case],
-    compile: &[f64],
-    timings: &[Vec<[Stats; 2]>],
-    containers: &[Vec<f64>],
-    memory: &[Vec<usize>],
+    measured: &Measured,
 ) -> Value {
+    let Measured {
+        compile,
+        timings,
+        containers,
+        memory,
+    } = measured;
     let mut rows = Vec::new();
     for (pi, policy) in policies.iter().enumerate() {
         for (ci, case) in cases.iter().enumerate() {

@@ -6,25 +6,29 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
-use base64::Engine as _;
+use os_placement_e2e::policy_server::{comparable, PolicyServer};
 use os_placement_e2e::review::review_of;
 use os_placement_e2e::{load_cases, read_yaml, repo_root, LoadedPolicy};
 use serde_json::{json, Value};
 
 use crate::registry::Registry;
 use crate::support::{
-    annotated_bytes, annotated_module, assert_success, free_port, http, kwctl, policy_server,
-    run_kwctl, wait_until, write_annotated,
+    annotated_bytes, annotated_module, assert_success, kwctl, policy_server, run_kwctl,
+    write_annotated,
 };
 
-/// kwctl/policy-server sources file allowing plain HTTP to the test registry.
+/// Sources allowing plain HTTP to the test registry (kwctl and policy-server).
+fn insecure(registry: &Registry) -> Value {
+    json!({"insecure_sources": [format!("127.0.0.1:{}", registry.port)]})
+}
+
+/// The kwctl sources file of [`insecure`].
 fn sources(dir: &Path, registry: &Registry) -> PathBuf {
     let path = dir.join("sources.json");
-    let sources = json!({"insecure_sources": [format!("127.0.0.1:{}", registry.port)]});
-    std::fs::write(&path, serde_json::to_vec(&sources).unwrap()).unwrap();
+    std::fs::write(&path, serde_json::to_vec(&insecure(registry)).unwrap()).unwrap();
     path
 }
 
@@ -112,71 +116,12 @@ fn kwctl_pulls_what_we_push_and_we_pull_what_kwctl_pushes() {
     assert_eq!(our_digest, kwctl_digest);
 }
 
-/// A policy-server process, killed and reaped on drop.
-struct PolicyServer {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for PolicyServer {
-    fn drop(&mut self) {
-        // Best effort: the process may already be gone.
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn policy_server_command(
-    binary: &Path,
-    dir: &Path,
-    policies: &Path,
-    port: u16,
-    probe: u16,
-) -> Command {
-    let downloads = dir.join("downloads");
-    std::fs::create_dir_all(&downloads).unwrap();
-    let mut command = Command::new(binary);
-    command
-        .args(["--policies", policies.to_str().unwrap()])
-        .args(["--addr", "127.0.0.1", "--port", &port.to_string()])
-        .args(["--readiness-probe-port", &probe.to_string()])
-        .args(["--policies-download-dir", downloads.to_str().unwrap()])
-        .args([
-            "--workers",
-            "2",
-            "--log-no-color",
-            "--ignore-kubernetes-connection-failure",
-        ])
-        .env("HOME", dir)
-        .env("XDG_CACHE_HOME", dir.join("cache"))
-        .stdin(Stdio::null());
-    command
-}
-
 /// The settings file of a case, by policy id: the file stem, `defaults` for none.
 fn policy_id(settings: Option<&Path>) -> String {
     settings.and_then(|p| p.file_stem()).map_or_else(
         || "defaults".to_owned(),
         |s| s.to_string_lossy().replace('.', "-"),
     )
-}
-
-/// What must be equal between two AdmissionReview responses.
-fn comparable(review: &Value) -> Value {
-    let response = &review["response"];
-    let patch = response["patch"].as_str().map(|p| {
-        let bytes = base64::engine::general_purpose::STANDARD.decode(p).unwrap();
-        serde_json::from_slice::<Value>(&bytes).unwrap()
-    });
-    json!({
-        "uid": response["uid"],
-        "allowed": response["allowed"],
-        "message": response["status"]["message"],
-        "code": response["status"]["code"],
-        "warnings": response["warnings"].as_array().cloned().unwrap_or_default(),
-        "patchType": response["patchType"],
-        "patch": patch,
-    })
 }
 
 #[test]
@@ -223,29 +168,16 @@ fn policy_server_serves_our_module_from_the_registry_as_our_host_answers() {
         let module = annotated_module();
         ours.insert(id, LoadedPolicy::load(module, settings).unwrap());
     }
-    let policies_path = dir.path().join("policies.yml");
-    std::fs::write(&policies_path, serde_json::to_vec(&policies).unwrap()).unwrap();
-    let (port, probe) = (free_port(), free_port());
-    let log = dir.path().join("policy-server.log");
-    let child = policy_server_command(&binary, dir.path(), &policies_path, port, probe)
-        .args([
-            "--sources-path",
-            sources(dir.path(), &registry).to_str().unwrap(),
-        ])
-        .stdout(std::fs::File::create(&log).unwrap())
-        .stderr(std::fs::File::create(dir.path().join("policy-server.err")).unwrap())
-        .spawn()
-        .unwrap();
-    let mut server = PolicyServer { child, port };
-    let ready = wait_until(Duration::from_secs(120), || {
-        http(probe, "GET", "/readiness", &[], b"").is_ok_and(|r| r.status == 200)
-    });
-    if !ready {
-        let status = server.child.try_wait();
-        let err = std::fs::read_to_string(dir.path().join("policy-server.err")).unwrap_or_default();
-        let out = std::fs::read_to_string(&log).unwrap_or_default();
-        panic!("policy-server not ready ({status:?}):\n{out}\n{err}");
-    }
+    let mut server = PolicyServer::spawn(
+        &binary,
+        dir.path(),
+        &json!(policies),
+        Some(&insecure(&registry)),
+    )
+    .unwrap();
+    server
+        .wait_ready(Duration::from_secs(120))
+        .unwrap_or_else(|e| panic!("{e:#}"));
 
     let mut compared = 0;
     for case in &cases {
@@ -253,22 +185,9 @@ fn policy_server_serves_our_module_from_the_registry_as_our_host_answers() {
         let review = review_of(&resolved.request());
         let id = policy_id(case.settings.as_deref());
         let expected = ours[&id].review(&review).unwrap();
-        let response = http(
-            server.port,
-            "POST",
-            &format!("/validate/{id}"),
-            &[("Content-Type", "application/json")],
-            &serde_json::to_vec(&review).unwrap(),
-        )
-        .unwrap();
-        assert_eq!(
-            response.status,
-            200,
-            "{}: {}",
-            case.name,
-            String::from_utf8_lossy(&response.body)
-        );
-        let answered = response.json();
+        let answered = server
+            .validate(&id, &review)
+            .unwrap_or_else(|e| panic!("{}: {e:#}", case.name));
         assert_eq!(
             answered["apiVersion"], "admission.k8s.io/v1",
             "{}",
@@ -298,22 +217,14 @@ fn policy_server_refuses_bad_settings_with_our_message() {
         "module": format!("file://{}", wasm.display()),
         "settings": {"windowsTaint": {"key": "os", "value": "windows", "effect": "Sometimes"}},
     }});
-    let policies_path = dir.path().join("policies.yml");
-    std::fs::write(&policies_path, serde_json::to_vec(&policies).unwrap()).unwrap();
-    let (port, probe) = (free_port(), free_port());
-    let (out, err) = (dir.path().join("out.log"), dir.path().join("err.log"));
-    let child = policy_server_command(&binary, dir.path(), &policies_path, port, probe)
-        .stdout(std::fs::File::create(&out).unwrap())
-        .stderr(std::fs::File::create(&err).unwrap())
-        .spawn()
-        .unwrap();
-    let mut server = PolicyServer { child, port };
-    let exited = wait_until(Duration::from_secs(120), || {
-        server.child.try_wait().ok().flatten().is_some()
-    });
-    assert!(exited, "policy-server started with invalid settings");
-    assert!(!server.child.wait().unwrap().success());
-    let text = std::fs::read_to_string(&out).unwrap() + &std::fs::read_to_string(&err).unwrap();
+    let mut server = PolicyServer::spawn(&binary, dir.path(), &policies, None).unwrap();
+    let status = server.wait_exit(Duration::from_secs(120));
+    assert!(
+        status.is_some(),
+        "policy-server started with invalid settings"
+    );
+    assert!(!status.unwrap().success());
+    let text = server.logs();
     assert!(text.contains("windowsTaint.effect"), "{text}");
     // Our own host refuses the same settings with the same line.
     let ours = LoadedPolicy::load(annotated_module(), policies["bad"]["settings"].clone())

@@ -95,7 +95,7 @@ impl Registry {
             .header("docker-content-digest")
             .unwrap_or_default()
             .to_owned();
-        (response.json(), digest)
+        (response.json().unwrap(), digest)
     }
 
     /// The file holding blob `digest` in the registry's storage.

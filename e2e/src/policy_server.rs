@@ -1,0 +1,145 @@
+//! The real policy-server as the tests run it: its policies and sources
+//! files written to a work directory, free ports, logs kept there, the
+//! process killed and reaped on drop.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::Duration;
+
+use anyhow::{anyhow, Context, Result};
+use base64::Engine as _;
+use serde_json::{json, Value};
+
+use crate::http::{http, post_json, wait_until};
+use crate::registry::free_port;
+
+/// A running policy-server process.
+pub struct PolicyServer {
+    child: Child,
+    port: u16,
+    probe: u16,
+    dir: PathBuf,
+}
+
+impl PolicyServer {
+    /// Spawns `binary` serving `policies` (policy id → entry of its
+    /// policies file) with two workers; `sources` is its sources file
+    /// (e.g. `insecure_sources`). It is not waited for.
+    pub fn spawn(
+        binary: &Path,
+        dir: &Path,
+        policies: &Value,
+        sources: Option<&Value>,
+    ) -> Result<PolicyServer> {
+        let policies_path = dir.join("policies.yml");
+        std::fs::write(&policies_path, serde_json::to_vec(policies)?)?;
+        let downloads = dir.join("downloads");
+        std::fs::create_dir_all(&downloads)?;
+        let (port, probe) = (free_port()?, free_port()?);
+        let mut command = Command::new(binary);
+        command
+            .arg("--policies")
+            .arg(&policies_path)
+            .arg("--policies-download-dir")
+            .arg(&downloads)
+            .args(["--addr", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--readiness-probe-port", &probe.to_string()])
+            .args(["--workers", "2", "--log-no-color"])
+            .arg("--ignore-kubernetes-connection-failure")
+            .env("HOME", dir)
+            .env("XDG_CACHE_HOME", dir.join("cache"))
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(dir.join("policy-server.log"))?)
+            .stderr(std::fs::File::create(dir.join("policy-server.err"))?);
+        if let Some(sources) = sources {
+            let path = dir.join("sources.json");
+            std::fs::write(&path, serde_json::to_vec(sources)?)?;
+            command.arg("--sources-path").arg(path);
+        }
+        let child = command
+            .spawn()
+            .with_context(|| format!("cannot start {}", binary.display()))?;
+        Ok(PolicyServer {
+            child,
+            port,
+            probe,
+            dir: dir.to_owned(),
+        })
+    }
+
+    /// Waits until the readiness probe answers 200; an error with the logs
+    /// when the process exits first or `limit` passes.
+    pub fn wait_ready(&mut self, limit: Duration) -> Result<()> {
+        let probe = self.probe;
+        let child = &mut self.child;
+        let mut exited = None;
+        let ready = wait_until(limit, || {
+            exited = child.try_wait().ok().flatten();
+            exited.is_none()
+                && http(probe, "GET", "/readiness", &[], b"").is_ok_and(|r| r.status == 200)
+        });
+        if ready {
+            Ok(())
+        } else {
+            Err(anyhow!(
+                "policy-server not ready ({exited:?}):\n{}",
+                self.logs()
+            ))
+        }
+    }
+
+    /// Waits for the process to exit, up to `limit`; `None` if it still runs.
+    pub fn wait_exit(&mut self, limit: Duration) -> Option<ExitStatus> {
+        let child = &mut self.child;
+        let mut status = None;
+        wait_until(limit, || {
+            status = child.try_wait().ok().flatten();
+            status.is_some()
+        });
+        status
+    }
+
+    /// What the process wrote to stdout and stderr so far.
+    pub fn logs(&self) -> String {
+        let read = |name: &str| std::fs::read_to_string(self.dir.join(name)).unwrap_or_default();
+        read("policy-server.log") + &read("policy-server.err")
+    }
+
+    /// The AdmissionReview policy `id` answers for `review`.
+    pub fn validate(&self, id: &str, review: &Value) -> Result<Value> {
+        post_json(self.port, &format!("/validate/{id}"), review)
+    }
+}
+
+impl Drop for PolicyServer {
+    fn drop(&mut self) {
+        // Best effort: the process may already be gone.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What two hosts must agree on in an AdmissionReview response: the
+/// verdict, the message and code, the warnings and the decoded patch.
+pub fn comparable(review: &Value) -> Value {
+    let field = |pointer: &str| review.pointer(pointer).cloned().unwrap_or(Value::Null);
+    let patch = review
+        .pointer("/response/patch")
+        .and_then(Value::as_str)
+        .map(|p| {
+            base64::engine::general_purpose::STANDARD
+                .decode(p)
+                .ok()
+                .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
+                .unwrap_or_else(|| json!({"undecodable patch": p}))
+        });
+    json!({
+        "uid": field("/response/uid"),
+        "allowed": field("/response/allowed"),
+        "message": field("/response/status/message"),
+        "code": field("/response/status/code"),
+        "warnings": field("/response/warnings").as_array().cloned().unwrap_or_default(),
+        "patchType": field("/response/patchType"),
+        "patch": patch,
+    })
+}
