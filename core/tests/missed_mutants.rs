@@ -120,6 +120,12 @@ fn windows_word_reaches_its_release_over_two_fillers() {
         build("example.com/tools/app:windows-server-core-2022"),
         Some(20348)
     );
+    // Three fillers: the release is out of reach, so no build is read.
+    let far = classify("example.com/tools/app:windows-server-core-amd64-2022", &[]);
+    assert!(
+        !matches!(far, ImageOs::Windows { build: Some(_), .. }),
+        "{far:?}"
+    );
 }
 
 /// image.rs `has_linux_token`: Red Hat's UBI tags name a version
