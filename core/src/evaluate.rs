@@ -103,8 +103,10 @@ impl<'a> Review<'a> {
             .unwrap_or("")
             .parse()?;
         Ok(Review {
+            // Two lookups: `Value::pointer` allocates for each token.
             kind: request
-                .pointer("/kind/kind")
+                .get("kind")
+                .and_then(|kind| kind.get("kind"))
                 .and_then(Value::as_str)
                 .unwrap_or(""),
             operation,

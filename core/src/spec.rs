@@ -211,20 +211,18 @@ impl<'a> FieldReader<'a, '_> {
         items
             .iter()
             .enumerate()
-            .filter_map(
-                |(i, item)| match serde_json::from_value::<T>(item.clone()) {
-                    Ok(t) => Some(t),
-                    Err(e) => {
-                        self.problems.push(Diagnostic::new(
-                            Code::MalformedObject,
-                            path.field(name).index(i).display(),
-                            format!("cannot be read: {e}"),
-                            "fix the manifest so it matches the Kubernetes API",
-                        ));
-                        None
-                    }
-                },
-            )
+            .filter_map(|(i, item)| match T::deserialize(item) {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    self.problems.push(Diagnostic::new(
+                        Code::MalformedObject,
+                        path.field(name).index(i).display(),
+                        format!("cannot be read: {e}"),
+                        "fix the manifest so it matches the Kubernetes API",
+                    ));
+                    None
+                }
+            })
             .collect()
     }
 
@@ -305,7 +303,7 @@ fn typed<T: DeserializeOwned>(
     problems: &mut Vec<Diagnostic>,
 ) -> Option<T> {
     let value = parent.get(name).filter(|v| !v.is_null())?;
-    match serde_json::from_value::<T>(value.clone()) {
+    match T::deserialize(value) {
         Ok(t) => Some(t),
         Err(e) => {
             problems.push(Diagnostic::new(

@@ -178,6 +178,10 @@ impl PolicyModule {
     pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
         let mut config = wasmtime::Config::default();
         config.epoch_interruption(true);
+        // `perf record` can name the guest's functions (perf-<pid>.map).
+        if std::env::var_os("OS_PLACEMENT_PERF_MAP").is_some() {
+            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
         let engine = wasmtime::Engine::new(&config)
             .map_err(|e| anyhow!("cannot create the wasmtime engine: {e:?}"))?;
         let started = Instant::now();

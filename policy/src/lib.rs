@@ -7,8 +7,43 @@ use os_placement_core::{Admission, Decision, Settings};
 use serde_json::Value;
 use wapc_guest::{register_function, CallResult};
 
+pub mod arena;
 pub mod facts;
 pub mod payload;
+
+/// The guest's heap: a request arena over the system allocator.
+#[cfg(target_arch = "wasm32")]
+#[global_allocator]
+static HEAP: arena::Arena = arena::Arena::new(std::alloc::System);
+
+/// The arena's request: from a handler's start to its return.
+struct RequestScope;
+
+impl RequestScope {
+    fn begin() -> Self {
+        #[cfg(target_arch = "wasm32")]
+        HEAP.begin();
+        RequestScope
+    }
+}
+
+impl Drop for RequestScope {
+    fn drop(&mut self) {
+        #[cfg(target_arch = "wasm32")]
+        HEAP.end();
+    }
+}
+
+/// Drops `value`, or leaves it to the arena's next reset when the arena
+/// holds all of the request's memory (walking the tree would only waste time).
+fn discard<T>(value: T) {
+    #[cfg(target_arch = "wasm32")]
+    if HEAP.holds_everything() {
+        std::mem::forget(value);
+        return;
+    }
+    drop(value);
+}
 
 use payload::Payload;
 
@@ -26,6 +61,7 @@ fn protocol_version(_payload: &[u8]) -> CallResult {
 /// Settings are validated by the core, so every mistake gets a precise
 /// message instead of a deserialisation error.
 pub fn validate_settings(payload: &[u8]) -> CallResult {
+    let _scope = RequestScope::begin();
     let response = match serde_json::from_slice::<Value>(payload) {
         Err(e) => invalid_settings(format!("settings: not valid JSON: {e}")),
         Ok(value) => match Settings::from_value(&value) {
@@ -49,7 +85,11 @@ fn invalid_settings(message: String) -> SettingsValidationResponse {
 /// Evaluates one `{"request": ..., "settings": ...}` payload. Every
 /// outcome, malformed input included, is a response: never a trap.
 pub fn validate(payload: &[u8]) -> CallResult {
-    Ok(serde_json::to_vec(&respond(payload))?)
+    let _scope = RequestScope::begin();
+    let response = respond(payload);
+    let answer = serde_json::to_vec(&response)?;
+    discard(response);
+    Ok(answer)
 }
 
 /// The rejection of a payload without a request object, and how to send one.
@@ -81,7 +121,10 @@ pub fn respond_with(payload: &[u8], host: &dyn facts::Host) -> ValidationRespons
     } else {
         facts::gather(admission.needs(), host)
     };
-    to_response(admission.decide(&facts))
+    let response = to_response(admission.decide(&facts));
+    discard(facts);
+    discard((payload, settings));
+    response
 }
 
 fn to_response(decision: Decision) -> ValidationResponse {

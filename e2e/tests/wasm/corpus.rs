@@ -237,3 +237,50 @@ fn corpus_patches_are_confined_to_placement_fields() {
         "no workload got a nodeSelector record"
     );
 }
+
+/// The guest's heap is a per-request arena (policy/src/arena.rs): one
+/// instance serving many requests, some too large for its chunk, must answer
+/// each exactly as a fresh instance does.
+#[test]
+fn one_instance_answers_a_sequence_as_fresh_instances_do() {
+    let Some(entries) = corpus() else { return };
+    let settings =
+        json!({"windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"}});
+    let containers: Vec<Value> = (0..3000)
+        .map(|i| json!({"name": format!("c{i}"), "image": "mcr.microsoft.com/windows/nanoserver:ltsc2022"}))
+        .collect();
+    let large = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "large"},
+        "spec": {"containers": containers}});
+    let mut objects: Vec<&Value> = entries.iter().map(|e| &e.object).collect();
+    objects.insert(objects.len() / 2, &large);
+    let sequence: Vec<&Value> = objects.iter().chain(objects.iter()).copied().collect();
+    let warm = host();
+    let mut mutated = 0;
+    for (i, object) in sequence.iter().enumerate() {
+        let request = admission_request(object, "CREATE", None, None);
+        let payload = serde_json::to_vec(&json!({"request": request, "settings": settings}))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let fresh = host()
+            .call("validate", &payload)
+            .unwrap_or_else(|e| panic!("{e:#}"));
+        let again = warm
+            .call("validate", &payload)
+            .unwrap_or_else(|e| panic!("{e:#}"));
+        assert_eq!(
+            String::from_utf8_lossy(&again),
+            String::from_utf8_lossy(&fresh),
+            "request {i} of the sequence"
+        );
+        mutated += usize::from(fresh.windows(14).any(|w| w == b"mutated_object"));
+        if i % 10 == 0 {
+            let valid = warm
+                .validate_settings(&settings)
+                .unwrap_or_else(|e| panic!("{e:#}"));
+            assert!(valid.valid);
+        }
+    }
+    assert!(
+        mutated > 2,
+        "the sequence must include patched answers, got {mutated}"
+    );
+}
