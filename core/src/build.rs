@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::ordered::CollectOrdered;
+
 /// A Windows kernel build as in the node label node.kubernetes.io/windows-build ("10.0.20348").
 ///
 /// Only the third component is stored: every supported Windows release is 10.0.
@@ -29,10 +31,13 @@ const RELEASES: &[(&str, WindowsBuild)] = &[
 
 /// Every Windows Server build with a release name, oldest first.
 pub fn known_builds() -> Vec<WindowsBuild> {
-    let mut builds: Vec<WindowsBuild> = RELEASES.iter().map(|&(_, b)| b).collect();
-    builds.sort();
-    builds.dedup();
-    builds
+    // Through a set: no sort code for this one call.
+    RELEASES
+        .iter()
+        .map(|&(_, b)| b)
+        .collect_set()
+        .into_iter()
+        .collect()
 }
 
 impl WindowsBuild {

@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 
 use crate::build::WindowsBuild;
+use crate::ordered::CollectOrdered;
 
 /// Windows builds a pod may land on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,12 +17,12 @@ pub enum Builds {
 
 impl Builds {
     pub fn only(build: WindowsBuild) -> Builds {
-        Builds::Only(BTreeSet::from([build]))
+        Builds::Only(std::iter::once(build).collect_set())
     }
 
     /// The node builds that run a container image of `build`.
     pub fn compatible_hosts(build: WindowsBuild) -> Builds {
-        Builds::Only(build.compatible_hosts().into_iter().collect())
+        Builds::Only(build.compatible_hosts().into_iter().collect_set())
     }
 
     pub fn is_empty(&self) -> bool {
@@ -53,9 +54,11 @@ impl Builds {
         use Builds::*;
         match (self, other) {
             (Any, x) | (x, Any) => x.clone(),
-            (Only(a), Only(b)) => Only(a.intersection(b).copied().collect()),
-            (Only(a), Except(b)) | (Except(b), Only(a)) => Only(a.difference(b).copied().collect()),
-            (Except(a), Except(b)) => Except(a.union(b).copied().collect()),
+            (Only(a), Only(b)) => Only(a.intersection(b).copied().collect_set()),
+            (Only(a), Except(b)) | (Except(b), Only(a)) => {
+                Only(a.difference(b).copied().collect_set())
+            }
+            (Except(a), Except(b)) => Except(a.union(b).copied().collect_set()),
         }
     }
 
@@ -63,11 +66,11 @@ impl Builds {
         use Builds::*;
         match (self, other) {
             (Any, _) | (_, Any) => Any,
-            (Only(a), Only(b)) => Only(a.union(b).copied().collect()),
+            (Only(a), Only(b)) => Only(a.union(b).copied().collect_set()),
             (Only(a), Except(b)) | (Except(b), Only(a)) => {
-                Except(b.difference(a).copied().collect())
+                Except(b.difference(a).copied().collect_set())
             }
-            (Except(a), Except(b)) => Except(a.intersection(b).copied().collect()),
+            (Except(a), Except(b)) => Except(a.intersection(b).copied().collect_set()),
         }
     }
 

@@ -12,6 +12,7 @@ use crate::diagnostics::{render, Code, Diagnostic};
 use crate::facts::{Facts, Needs, RuntimeClassFacts};
 use crate::inventory::{no_node, Candidate};
 use crate::kinds::{FieldPath, Kind, SUPPORTED_KINDS};
+use crate::ordered::CollectOrdered;
 use crate::ownership::{annotation_op, owned_entries, reconcile, record_after, without, Owned};
 use crate::patch::{apply, AddOp};
 use crate::place::{plan, RuntimeClassMerge};
@@ -380,7 +381,7 @@ fn decide_owning<'a>(
     let owned: Owned = owned_entries(review.object, review.old_object)
         .into_iter()
         .filter(|(pointer, _)| pointer.starts_with(&format!("{selector}/")))
-        .collect();
+        .collect_map();
     let decision = decide(review.object, kind, settings, facts, read, signals);
     if decision.accepted || owned.is_empty() {
         return adopt(review.object, &owned, decision, selector, false);

@@ -15,6 +15,7 @@ use crate::evaluate::{Operation, ReadPod, Review};
 use crate::image::{classify, ImageOs};
 use crate::kinds::Kind;
 use crate::labels::{OS_LABEL, WINDOWS_BUILD_LABEL};
+use crate::ordered::CollectOrdered;
 use crate::resolve::{resolve_with, Resolution};
 use crate::settings::{ImageLookup, Isolation, Settings, Taint};
 use crate::spec::PodView;
@@ -199,11 +200,11 @@ impl Facts {
                     .iter()
                     .filter(|n| n.is_windows())
                     .filter_map(NodeFact::build)
-                    .collect(),
+                    .collect_set(),
             );
         }
         (!settings.windows_builds.is_empty())
-            .then(|| settings.windows_builds.iter().copied().collect())
+            .then(|| settings.windows_builds.iter().copied().collect_set())
     }
 }
 
@@ -253,7 +254,7 @@ pub fn hosts_of(build: WindowsBuild, hyperv: bool) -> Builds {
             crate::build::known_builds()
                 .into_iter()
                 .filter(|b| *b < build)
-                .collect(),
+                .collect_set(),
         )
     } else {
         Builds::compatible_hosts(build)

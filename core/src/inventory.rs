@@ -14,6 +14,7 @@ use crate::constraint::{Builds, Placement};
 use crate::diagnostics::{Code, Diagnostic};
 use crate::facts::{NodeFact, NodeTaint};
 use crate::labels::{OS_LABEL, WINDOWS_BUILD_LABEL};
+use crate::ordered::CollectOrdered;
 use crate::toleration::tolerates;
 
 /// The pod as the scheduler will see it.
@@ -66,7 +67,7 @@ pub fn no_node(candidate: &Candidate<'_>, nodes: &[NodeFact], path: &str) -> Opt
         .iter()
         .flat_map(|n| blocking_taints(n, candidate.tolerations))
         .map(|t| t.as_taint().to_string())
-        .collect();
+        .collect_set();
     if selected
         .iter()
         .any(|n| blocking_taints(n, candidate.tolerations).is_empty())
@@ -93,7 +94,7 @@ fn platform_gap(placement: &Placement, nodes: &[NodeFact]) -> String {
             n.build()
                 .map_or("an unknown build".into(), |b| b.to_string())
         })
-        .collect();
+        .collect_set();
     let has_linux = nodes.iter().any(|n| n.is_linux());
     match (placement.linux, &placement.windows) {
         (false, Some(builds)) if windows_builds.is_empty() => {

@@ -15,6 +15,7 @@ pub mod kinds;
 pub mod labels;
 pub mod landing;
 pub mod names;
+pub mod ordered;
 pub mod ownership;
 pub mod patch;
 pub mod place;

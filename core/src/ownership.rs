@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
+use crate::ordered::CollectOrdered;
 use crate::patch::{escape_token, PatchOp};
 
 /// The annotation holding the record.
@@ -32,7 +33,7 @@ pub fn owned_entries(object: &Value, old_object: Option<&Value>) -> Owned {
         .filter(|(pointer, value)| {
             object.pointer(pointer).and_then(Value::as_str) == Some(value.as_str())
         })
-        .collect()
+        .collect_map()
 }
 
 fn read_record(object: &Value) -> Option<Owned> {
@@ -44,12 +45,14 @@ fn read_record(object: &Value) -> Option<Owned> {
     let Ok(Value::Object(map)) = serde_json::from_slice::<Value>(text.as_bytes()) else {
         return None;
     };
-    map.into_iter()
-        .map(|(pointer, value)| match value {
-            Value::String(v) => Some((pointer, v)),
-            _ => None,
-        })
-        .collect()
+    let mut owned = Owned::new();
+    for (pointer, value) in map {
+        let Value::String(v) = value else {
+            return None;
+        };
+        owned.insert(pointer, v);
+    }
+    Some(owned)
 }
 
 /// The object without the owned entries, so the rules see only what the
@@ -126,10 +129,12 @@ pub fn annotation_op(object: &Value, record: &Owned) -> Option<PatchOp> {
     if current.as_ref() == Some(record) || (current.is_none() && record.is_empty()) {
         return None;
     }
-    let map: serde_json::Map<String, Value> = record
-        .iter()
-        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
-        .collect();
+    let mut map = serde_json::Map::new();
+    map.extend(
+        record
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.clone()))),
+    );
     let text = String::from_utf8(serde_json::to_vec(&Value::Object(map)).ok()?).ok()?;
     let key = escape_token(ADDED_ANNOTATION);
     Some(match object.pointer("/metadata/annotations") {

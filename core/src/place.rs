@@ -9,6 +9,7 @@ use crate::build::WindowsBuild;
 use crate::constraint::{Builds, Os};
 use crate::diagnostics::{Code, Diagnostic};
 use crate::labels::{selector_placement, OS_LABEL, WINDOWS_BUILD_LABEL};
+use crate::ordered::CollectOrdered;
 use crate::patch::{pointer_child, AddOp};
 use crate::resolve::{Resolution, Signal, Source};
 use crate::selection::{bound_to_node, os_undetermined, other_selections};
@@ -293,7 +294,7 @@ fn build_placement(
                 .into_iter()
                 .filter(|b| allowed.allows(**b))
                 .copied()
-                .collect()
+                .collect_set()
         }
         (None, Builds::Only(set)) if !node_builds.is_within(&allowed) => {
             // One image build (and the hosts that also run it): its own pin.
@@ -558,8 +559,8 @@ fn selector_ops(pod: &PodView<'_>, entries: &[(String, String)]) -> Vec<AddOp> {
             .map(|(k, v)| AddOp::new(pointer_child(path.pointer(), k), json!(v)))
             .collect(),
         _ => {
-            let map: Map<String, Value> =
-                entries.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+            let mut map = Map::new();
+            map.extend(entries.iter().map(|(k, v)| (k.clone(), json!(v))));
             vec![AddOp::new(path.pointer().to_string(), Value::Object(map))]
         }
     }

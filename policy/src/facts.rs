@@ -30,6 +30,7 @@ use os_placement_core::facts::{
     ClusterRuntimeClass, ImageFacts, NodeFact, NodeFacts, NodeTaint, Platform, RuntimeClassFacts,
     SchedulingFacts,
 };
+use os_placement_core::ordered::CollectOrdered;
 use os_placement_core::{Facts, Needs};
 use serde_json::{json, Value};
 
@@ -64,12 +65,12 @@ pub fn gather(needs: &Needs, host: &dyn Host) -> Facts {
         .images
         .iter()
         .map(|image| (image.clone(), image_facts(image, host)))
-        .collect();
+        .collect_map();
     let runtime_classes = needs
         .runtime_classes
         .iter()
         .map(|name| (name.clone(), runtime_class(name, host)))
-        .collect();
+        .collect_map();
     let nodes = needs.nodes.then(|| nodes(host));
     Facts {
         images,
@@ -179,7 +180,7 @@ fn string_map(value: Option<&Value>) -> BTreeMap<String, String> {
         .map(|m| {
             m.iter()
                 .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                .collect()
+                .collect_map()
         })
         .unwrap_or_default()
 }
