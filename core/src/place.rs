@@ -200,8 +200,8 @@ fn windows_missing(
     plan: &mut Plan,
 ) -> Vec<Missing> {
     let mut missing = Vec::new();
-    let because = first_reason(resolution, Os::Windows);
     if selector.get(OS_LABEL).map(String::as_str) != Some("windows") {
+        let because = first_reason(resolution, Os::Windows);
         missing.push(Missing::Selector {
             key: OS_LABEL,
             value: "windows".into(),
@@ -374,14 +374,16 @@ fn linux_missing(
     if !resolution.node_placement().allows_windows() {
         return Vec::new();
     }
-    let because = first_reason(resolution, Os::Linux);
+    // Built only when the pod lacks something: most pods lack nothing.
+    let because = || first_reason(resolution, Os::Linux);
     let why = match &settings.windows_taint {
-        None => format!("the pod runs Linux containers ({because}) but selects no OS and Windows nodes are not tainted, so it can land on a Windows node"),
-        Some(taint) if !taint.keeps_pods_off() => format!("the pod runs Linux containers ({because}) but selects no OS, and the Windows taint {taint} only prefers to keep pods off, so it can land on a Windows node"),
+        None => format!("the pod runs Linux containers ({}) but selects no OS and Windows nodes are not tainted, so it can land on a Windows node", because()),
+        Some(taint) if !taint.keeps_pods_off() => format!("the pod runs Linux containers ({}) but selects no OS, and the Windows taint {taint} only prefers to keep pods off, so it can land on a Windows node", because()),
         Some(taint) => match tolerations.iter().find(|t| tolerates(t, taint)) {
             None => return Vec::new(),
             Some(t) => format!(
-                "the pod runs Linux containers ({because}) but its toleration of {} also tolerates the Windows taint {taint}, so it can land on a Windows node",
+                "the pod runs Linux containers ({}) but its toleration of {} also tolerates the Windows taint {taint}, so it can land on a Windows node",
+                because(),
                 describe_toleration(t)
             ),
         },

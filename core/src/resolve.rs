@@ -101,26 +101,28 @@ pub struct Resolution {
     /// Image builds came from facts or Hyper-V isolation: the build
     /// placement follows the set, not the single-build pin.
     pub build_set: bool,
+    /// [`Resolution::node_placement`], worked out once.
+    node_placement: Placement,
+    /// [`Resolution::image_builds`], worked out once.
+    image_builds: Builds,
+}
+
+fn placement_of(signals: &[Signal], keep: impl Fn(&Signal) -> bool) -> Placement {
+    signals
+        .iter()
+        .filter(|s| keep(s))
+        .fold(Placement::anywhere(), |acc, s| acc.intersect(&s.placement))
 }
 
 impl Resolution {
-    fn placement_of(&self, keep: impl Fn(&Signal) -> bool) -> Placement {
-        self.signals
-            .iter()
-            .filter(|s| keep(s))
-            .fold(Placement::anywhere(), |acc, s| acc.intersect(&s.placement))
-    }
-
     /// Where the pod's node-selecting fields alone let it land.
     pub fn node_placement(&self) -> Placement {
-        self.placement_of(|s| s.source.selects_nodes())
+        self.node_placement.clone()
     }
 
     /// Node builds that run all of the pod's Windows images.
     pub fn image_builds(&self) -> Builds {
-        self.placement_of(|s| s.source == Source::Image && s.placement.allows_windows())
-            .windows
-            .unwrap_or(Builds::Any)
+        self.image_builds.clone()
     }
 
     /// The build to pin to: the oldest build every image runs on, which is
@@ -158,7 +160,15 @@ pub fn resolve_with(pod: &PodView<'_>, settings: &Settings, facts: &Facts) -> Re
     if os_unsure {
         warnings.extend(found.maybe_windows);
     }
+    let node_placement = placement_of(&found.signals, |s| s.source.selects_nodes());
+    let image_builds = placement_of(&found.signals, |s| {
+        s.source == Source::Image && s.placement.allows_windows()
+    })
+    .windows
+    .unwrap_or(Builds::Any);
     Resolution {
+        node_placement,
+        image_builds,
         signals: found.signals,
         placement,
         host_process: pod.is_host_process(),
