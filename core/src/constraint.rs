@@ -1,28 +1,133 @@
 //! Which nodes a pod may land on, reduced to what matters here: the OS,
 //! and for Windows nodes the build.
 
-use std::collections::BTreeSet;
 use std::fmt;
 
 use crate::build::WindowsBuild;
-use crate::ordered::CollectOrdered;
+
+/// A set of Windows builds, in ascending order. A handful of builds exist,
+/// so a sorted vector serves better than a B-tree: sets are built, met and
+/// dropped many times per pod, and a vector has no nodes to allocate or walk.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct BuildSet(Vec<WindowsBuild>);
+
+impl BuildSet {
+    pub fn new() -> BuildSet {
+        BuildSet(Vec::new())
+    }
+
+    /// Adds `build`; false when it was already there.
+    pub fn insert(&mut self, build: WindowsBuild) -> bool {
+        match self.0.binary_search(&build) {
+            Ok(_) => false,
+            Err(at) => {
+                self.0.insert(at, build);
+                true
+            }
+        }
+    }
+
+    pub fn contains(&self, build: &WindowsBuild) -> bool {
+        self.0.binary_search(build).is_ok()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The oldest build.
+    pub fn first(&self) -> Option<&WindowsBuild> {
+        self.0.first()
+    }
+
+    /// In ascending order.
+    pub fn iter(&self) -> std::slice::Iter<'_, WindowsBuild> {
+        self.0.iter()
+    }
+
+    /// The builds in both sets.
+    pub fn intersection(&self, other: &BuildSet) -> BuildSet {
+        BuildSet(self.iter().copied().filter(|b| other.contains(b)).collect())
+    }
+
+    /// The builds of `self` not in `other`.
+    pub fn difference(&self, other: &BuildSet) -> BuildSet {
+        BuildSet(
+            self.iter()
+                .copied()
+                .filter(|b| !other.contains(b))
+                .collect(),
+        )
+    }
+
+    /// The builds in either set.
+    pub fn union(&self, other: &BuildSet) -> BuildSet {
+        let mut all = self.clone();
+        all.extend(other.iter().copied());
+        all
+    }
+}
+
+impl Extend<WindowsBuild> for BuildSet {
+    fn extend<I: IntoIterator<Item = WindowsBuild>>(&mut self, builds: I) {
+        for build in builds {
+            self.insert(build);
+        }
+    }
+}
+
+impl FromIterator<WindowsBuild> for BuildSet {
+    fn from_iter<I: IntoIterator<Item = WindowsBuild>>(builds: I) -> BuildSet {
+        let mut set = BuildSet::new();
+        set.extend(builds);
+        set
+    }
+}
+
+impl<const N: usize> From<[WindowsBuild; N]> for BuildSet {
+    fn from(builds: [WindowsBuild; N]) -> BuildSet {
+        builds.into_iter().collect()
+    }
+}
+
+impl IntoIterator for BuildSet {
+    type Item = WindowsBuild;
+    type IntoIter = std::vec::IntoIter<WindowsBuild>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a BuildSet {
+    type Item = &'a WindowsBuild;
+    type IntoIter = std::slice::Iter<'a, WindowsBuild>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
 
 /// Windows builds a pod may land on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Builds {
     Any,
-    Only(BTreeSet<WindowsBuild>),
-    Except(BTreeSet<WindowsBuild>),
+    Only(BuildSet),
+    Except(BuildSet),
 }
 
 impl Builds {
     pub fn only(build: WindowsBuild) -> Builds {
-        Builds::Only(std::iter::once(build).collect_set())
+        Builds::Only(BuildSet(vec![build]))
     }
 
     /// The node builds that run a container image of `build`.
     pub fn compatible_hosts(build: WindowsBuild) -> Builds {
-        Builds::Only(build.compatible_hosts().into_iter().collect_set())
+        Builds::Only(build.compatible_hosts().into_iter().collect())
     }
 
     pub fn is_empty(&self) -> bool {
@@ -54,11 +159,9 @@ impl Builds {
         use Builds::*;
         match (self, other) {
             (Any, x) | (x, Any) => x.clone(),
-            (Only(a), Only(b)) => Only(a.intersection(b).copied().collect_set()),
-            (Only(a), Except(b)) | (Except(b), Only(a)) => {
-                Only(a.difference(b).copied().collect_set())
-            }
-            (Except(a), Except(b)) => Except(a.union(b).copied().collect_set()),
+            (Only(a), Only(b)) => Only(a.intersection(b)),
+            (Only(a), Except(b)) | (Except(b), Only(a)) => Only(a.difference(b)),
+            (Except(a), Except(b)) => Except(a.union(b)),
         }
     }
 
@@ -66,17 +169,15 @@ impl Builds {
         use Builds::*;
         match (self, other) {
             (Any, _) | (_, Any) => Any,
-            (Only(a), Only(b)) => Only(a.union(b).copied().collect_set()),
-            (Only(a), Except(b)) | (Except(b), Only(a)) => {
-                Except(b.difference(a).copied().collect_set())
-            }
-            (Except(a), Except(b)) => Except(a.intersection(b).copied().collect_set()),
+            (Only(a), Only(b)) => Only(a.union(b)),
+            (Only(a), Except(b)) | (Except(b), Only(a)) => Except(b.difference(a)),
+            (Except(a), Except(b)) => Except(a.intersection(b)),
         }
     }
 
     pub fn complement(&self) -> Builds {
         match self {
-            Builds::Any => Builds::Only(BTreeSet::new()),
+            Builds::Any => Builds::Only(BuildSet::new()),
             Builds::Only(set) => Builds::Except(set.clone()),
             Builds::Except(set) => Builds::Only(set.clone()),
         }
@@ -85,7 +186,7 @@ impl Builds {
 
 impl fmt::Display for Builds {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let list = |set: &BTreeSet<WindowsBuild>| {
+        let list = |set: &BuildSet| {
             set.iter()
                 .map(ToString::to_string)
                 .collect::<Vec<_>>()
@@ -261,7 +362,7 @@ mod tests {
         assert!(except_a.intersect(&only_a).is_empty());
         assert_eq!(except_a.intersect(&only_b), only_b);
         assert_eq!(only_a.union(&only_b).single(), None);
-        assert_eq!(except_a.union(&only_a), Builds::Except(BTreeSet::new()));
+        assert_eq!(except_a.union(&only_a), Builds::Except(BuildSet::new()));
         assert!(except_a.union(&only_a).allows(b(1)));
     }
 

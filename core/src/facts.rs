@@ -3,19 +3,18 @@
 //! the core never fetches anything. With no facts every rule behaves as if
 //! only the request and the settings existed.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Toleration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::build::WindowsBuild;
-use crate::constraint::{Builds, Placement};
+use crate::constraint::{BuildSet, Builds, Placement};
 use crate::evaluate::{Operation, ReadPod, Review};
 use crate::image::{classify, ImageOs};
 use crate::kinds::Kind;
 use crate::labels::{OS_LABEL, WINDOWS_BUILD_LABEL};
-use crate::ordered::CollectOrdered;
 use crate::resolve::{resolve_with, Resolution};
 use crate::settings::{ImageLookup, Isolation, Settings, Taint};
 use crate::spec::PodView;
@@ -193,18 +192,18 @@ impl Facts {
 
     /// Builds of the Windows nodes: from the inventory, else `windowsBuilds`
     /// in the settings; `None` when neither says.
-    pub fn cluster_builds(&self, settings: &Settings) -> Option<BTreeSet<WindowsBuild>> {
+    pub fn cluster_builds(&self, settings: &Settings) -> Option<BuildSet> {
         if let Some(nodes) = self.listed_nodes().filter(|n| !n.is_empty()) {
             return Some(
                 nodes
                     .iter()
                     .filter(|n| n.is_windows())
                     .filter_map(NodeFact::build)
-                    .collect_set(),
+                    .collect(),
             );
         }
         (!settings.windows_builds.is_empty())
-            .then(|| settings.windows_builds.iter().copied().collect_set())
+            .then(|| settings.windows_builds.iter().copied().collect())
     }
 }
 
@@ -239,7 +238,7 @@ pub fn platforms_placement(platforms: &[Platform], hyperv: bool) -> Option<Place
             Some(builds) => builds
                 .into_iter()
                 .map(|b| hosts_of(b, hyperv))
-                .fold(Builds::Only(BTreeSet::new()), |acc, h| acc.union(&h)),
+                .fold(Builds::Only(BuildSet::new()), |acc, h| acc.union(&h)),
         };
         placement = placement.union(&Placement::windows(hosts));
     }
@@ -254,7 +253,7 @@ pub fn hosts_of(build: WindowsBuild, hyperv: bool) -> Builds {
             crate::build::known_builds()
                 .into_iter()
                 .filter(|b| *b < build)
-                .collect_set(),
+                .collect(),
         )
     } else {
         Builds::compatible_hosts(build)

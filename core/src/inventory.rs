@@ -9,8 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::{NodeSelector, NodeSelectorRequirement, Toleration};
 
-use crate::build::WindowsBuild;
-use crate::constraint::{Builds, Placement};
+use crate::constraint::{BuildSet, Builds, Placement};
 use crate::diagnostics::{Code, Diagnostic};
 use crate::facts::{NodeFact, NodeTaint};
 use crate::labels::{OS_LABEL, WINDOWS_BUILD_LABEL};
@@ -115,7 +114,7 @@ fn platform_gap(placement: &Placement, nodes: &[NodeFact]) -> String {
     }
 }
 
-fn join(set: &BTreeSet<WindowsBuild>) -> String {
+fn join(set: &BuildSet) -> String {
     set.iter()
         .map(ToString::to_string)
         .collect::<Vec<_>>()

@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 
 use crate::build::WindowsBuild;
 use crate::constraint::{Builds, Os, Placement};
-use crate::ordered::CollectOrdered;
 
 pub const OS_LABEL: &str = "kubernetes.io/os";
 pub const BETA_OS_LABEL: &str = "beta.kubernetes.io/os";
@@ -171,7 +170,7 @@ pub fn nodes_compared(key: &str, greater: bool, bound: i64) -> Option<Placement>
                 .iter()
                 .filter(|(year, _)| year.parse::<i64>().is_ok_and(passes))
                 .map(|(_, build)| *build)
-                .collect_set();
+                .collect();
             Some(Placement::windows(Builds::Only(builds)))
         }
         _ => None,

@@ -1,15 +1,14 @@
 //! What a correctly placed pod has, and what to add when it lacks it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Toleration;
 use serde_json::{json, Map, Value};
 
 use crate::build::WindowsBuild;
-use crate::constraint::{Builds, Os};
+use crate::constraint::{BuildSet, Builds, Os};
 use crate::diagnostics::{Code, Diagnostic};
 use crate::labels::{selector_placement, OS_LABEL, WINDOWS_BUILD_LABEL};
-use crate::ordered::CollectOrdered;
 use crate::patch::{pointer_child, AddOp};
 use crate::resolve::{Resolution, Signal, Source};
 use crate::selection::{bound_to_node, os_undetermined, other_selections};
@@ -56,7 +55,7 @@ pub enum RuntimeClassMerge {
 }
 
 /// The cluster's Windows builds, when known (node inventory or settings).
-pub type ClusterBuilds<'c> = Option<&'c BTreeSet<WindowsBuild>>;
+pub type ClusterBuilds<'c> = Option<&'c BuildSet>;
 
 pub fn plan(
     pod: &PodView<'_>,
@@ -283,7 +282,7 @@ fn build_placement(
     cluster: ClusterBuilds<'_>,
 ) -> Option<Missing> {
     let allowed = resolution.image_builds();
-    let fits: BTreeSet<WindowsBuild> = match (cluster, &allowed.intersect(node_builds)) {
+    let fits: BuildSet = match (cluster, &allowed.intersect(node_builds)) {
         (Some(cluster), _) => {
             let reachable: Vec<&WindowsBuild> =
                 cluster.iter().filter(|b| node_builds.allows(**b)).collect();
@@ -294,7 +293,7 @@ fn build_placement(
                 .into_iter()
                 .filter(|b| allowed.allows(**b))
                 .copied()
-                .collect_set()
+                .collect()
         }
         (None, Builds::Only(set)) if !node_builds.is_within(&allowed) => {
             // One image build (and the hosts that also run it): its own pin.
@@ -322,7 +321,7 @@ fn build_placement(
     }
 }
 
-fn join_builds(builds: &BTreeSet<WindowsBuild>) -> String {
+fn join_builds(builds: &BuildSet) -> String {
     builds
         .iter()
         .map(ToString::to_string)

@@ -34,7 +34,7 @@ pub struct SignalReport {
 
 impl SignalReport {
     pub(crate) fn new(signal: &Signal, pod: &PodView<'_>) -> SignalReport {
-        let list = |set: &std::collections::BTreeSet<crate::build::WindowsBuild>| {
+        let list = |set: &crate::constraint::BuildSet| {
             set.iter().map(ToString::to_string).collect::<Vec<_>>()
         };
         let (builds, excluded_builds) = match &signal.placement.windows {
