@@ -12,7 +12,6 @@ use serde_json::Value;
 use crate::build::WindowsBuild;
 use crate::constraint::{BuildSet, Builds, Placement};
 use crate::evaluate::{Operation, ReadPod, Review};
-use crate::image::{classify, ImageOs};
 use crate::kinds::Kind;
 use crate::labels::{OS_LABEL, WINDOWS_BUILD_LABEL};
 use crate::resolve::{resolve_with, Resolution};
@@ -341,21 +340,18 @@ fn images_to_look_up(pod: &PodView<'_>, settings: &Settings) -> (Vec<String>, Op
         ImageLookup::Always => all.collect(),
         ImageLookup::Undecided => {
             let resolved = resolve_with(pod, settings, &Facts::default());
-            let fixed = placement_fixed(&resolved, settings);
-            resolution = Some(resolved);
-            if fixed {
+            let wanted = if placement_fixed(&resolved, settings) {
                 Vec::new()
             } else {
-                all.filter(|image| {
-                    matches!(
-                        classify(image, &settings.windows_images),
-                        ImageOs::Unknown
-                            | ImageOs::MaybeWindows { .. }
-                            | ImageOs::Windows { build: None, .. }
-                    )
-                })
-                .collect()
-            }
+                // The resolution classified every image already.
+                resolved
+                    .undecided_images
+                    .iter()
+                    .filter_map(|&i| pod.containers.get(i).and_then(|c| c.image))
+                    .collect()
+            };
+            resolution = Some(resolved);
+            wanted
         }
     };
     let mut images: Vec<String> = Vec::new();

@@ -38,7 +38,8 @@ pub fn owned_entries(object: &Value, old_object: Option<&Value>) -> Owned {
 
 fn read_record(object: &Value) -> Option<Owned> {
     let text = object
-        .pointer("/metadata/annotations")?
+        .get("metadata")?
+        .get("annotations")?
         .get(ADDED_ANNOTATION)?
         .as_str()?;
     // Through `Value` and bytes: the module already carries that parser.
@@ -137,7 +138,8 @@ pub fn annotation_op(object: &Value, record: &Owned) -> Option<PatchOp> {
     );
     let text = String::from_utf8(serde_json::to_vec(&Value::Object(map)).ok()?).ok()?;
     let key = escape_token(ADDED_ANNOTATION);
-    Some(match object.pointer("/metadata/annotations") {
+    let annotations = object.get("metadata").and_then(|m| m.get("annotations"));
+    Some(match annotations {
         Some(Value::Object(map)) if map.contains_key(ADDED_ANNOTATION) => {
             PatchOp::replace(format!("/metadata/annotations/{key}"), json!(text))
         }

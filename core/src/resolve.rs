@@ -101,6 +101,9 @@ pub struct Resolution {
     /// Image builds came from facts or Hyper-V isolation: the build
     /// placement follows the set, not the single-build pin.
     pub build_set: bool,
+    /// Containers whose image reference leaves the OS or the build open
+    /// (indices into `PodView::containers`): what a registry lookup could tell.
+    pub undecided_images: Vec<usize>,
     /// [`Resolution::node_placement`], worked out once.
     node_placement: Placement,
     /// [`Resolution::image_builds`], worked out once.
@@ -169,6 +172,7 @@ pub fn resolve_with(pod: &PodView<'_>, settings: &Settings, facts: &Facts) -> Re
     Resolution {
         node_placement,
         image_builds,
+        undecided_images: found.undecided_images,
         signals: found.signals,
         placement,
         host_process: pod.is_host_process(),
@@ -190,6 +194,7 @@ struct Found {
     /// Warnings for images that only may be Windows images.
     maybe_windows: Vec<Diagnostic>,
     build_set: bool,
+    undecided_images: Vec<usize>,
 }
 
 impl Found {
@@ -378,6 +383,14 @@ impl Found {
                 .entry(image)
                 .or_insert_with(|| classify(image, &settings.windows_images))
                 .clone();
+            if matches!(
+                os,
+                ImageOs::Unknown
+                    | ImageOs::MaybeWindows { .. }
+                    | ImageOs::Windows { build: None, .. }
+            ) {
+                self.undecided_images.push(index);
+            }
             self.image_by_reference(image, os, &path, index, host_process, hyperv);
         }
     }
