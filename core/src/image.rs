@@ -111,10 +111,17 @@ impl<'a> ImageRef<'a> {
 
     /// `registry/repository` as written, without tag or digest.
     pub fn name(&self) -> String {
-        match self.registry {
-            Some(r) => format!("{r}/{}", self.repository),
-            None => self.repository.to_owned(),
+        let mut name = String::new();
+        self.push_name(&mut name);
+        name
+    }
+
+    fn push_name(&self, out: &mut String) {
+        if let Some(registry) = self.registry {
+            out.push_str(registry);
+            out.push('/');
         }
+        out.push_str(self.repository);
     }
 
     fn is_docker_hub(&self) -> bool {
@@ -291,8 +298,35 @@ const DOTNET_MULTI_PLATFORM: &[&str] = &[
 
 /// The tokens of a tag or of one path segment: `3.0-nanoserver_1809` gives
 /// `3.0`, `nanoserver`, `1809`. Borrowed, never copied.
-fn tokens(run: &str) -> impl Iterator<Item = &str> + Clone {
-    run.split(['-', '_']).filter(|t| !t.is_empty())
+fn tokens(run: &str) -> Tokens<'_> {
+    Tokens { rest: run }
+}
+
+/// The non-empty pieces of a run between `-` and `_`, found byte by byte:
+/// both are ASCII, so every cut is on a character boundary.
+#[derive(Clone)]
+struct Tokens<'a> {
+    rest: &'a str,
+}
+
+impl<'a> Iterator for Tokens<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        while !self.rest.is_empty() {
+            let bytes = self.rest.as_bytes();
+            let end = bytes
+                .iter()
+                .position(|&b| b == b'-' || b == b'_')
+                .unwrap_or(bytes.len());
+            let token = self.rest.get(..end).unwrap_or_default();
+            self.rest = self.rest.get(end + 1..).unwrap_or_default();
+            if !token.is_empty() {
+                return Some(token);
+            }
+        }
+        None
+    }
 }
 
 /// The build a release written after a Windows word names: a server year, a release
@@ -400,11 +434,23 @@ pub fn maybe_windows_warning(path: &str, image: &str) -> Diagnostic {
 struct Facts<'w, 'l> {
     written: ImageRef<'w>,
     lower: ImageRef<'l>,
+    /// The lower-case repository's path segments, split once: the rules
+    /// below walk them many times.
+    segments: Vec<&'l str>,
 }
 
-impl<'l> Facts<'_, 'l> {
-    fn segments(&self) -> impl Iterator<Item = &'l str> + Clone {
-        self.lower.repository.split('/')
+impl<'w, 'l> Facts<'w, 'l> {
+    fn new(written: ImageRef<'w>, lower: ImageRef<'l>) -> Self {
+        let segments = lower.repository.split('/').collect();
+        Facts {
+            written,
+            lower,
+            segments,
+        }
+    }
+
+    fn segments(&self) -> impl Iterator<Item = &'l str> + Clone + '_ {
+        self.segments.iter().copied()
     }
 
     fn last_segment(&self) -> &'l str {
@@ -416,11 +462,15 @@ impl<'l> Facts<'_, 'l> {
     }
 
     fn tag_phrase(&self) -> String {
-        format!("tag {}", self.written.tag.unwrap_or_default())
+        let mut phrase = String::from("tag ");
+        phrase.push_str(self.written.tag.unwrap_or_default());
+        phrase
     }
 
     fn repo_phrase(&self) -> String {
-        format!("repository {}", self.written.name())
+        let mut phrase = String::from("repository ");
+        self.written.push_name(&mut phrase);
+        phrase
     }
 
     /// A path segment other than the last (an owner, or a mirror's prefix) is in `list`.
@@ -637,10 +687,18 @@ fn by_rules(image: &str, rules: &[ImageRule], facts: Option<&Facts<'_, '_>>) -> 
 /// Classifies `image`: settings rules first, then the built-in conventions.
 pub fn classify(image: &str, rules: &[ImageRule]) -> ImageOs {
     let written = ImageRef::parse(image);
-    let lower = written.map(|_| image.trim().to_ascii_lowercase());
+    // Most references are written in lower case: then the lower-case
+    // reference is the written one, parsed once.
+    let lowered = written
+        .filter(|_| image.bytes().any(|b| b.is_ascii_uppercase()))
+        .map(|_| image.trim().to_ascii_lowercase());
+    let lower = match &lowered {
+        Some(text) => ImageRef::parse(text),
+        None => written,
+    };
     let facts = written
-        .zip(lower.as_deref().and_then(ImageRef::parse))
-        .map(|(written, lower)| Facts { written, lower });
+        .zip(lower)
+        .map(|(written, lower)| Facts::new(written, lower));
     if let Some(os) = by_rules(image, rules, facts.as_ref()) {
         return os;
     }
