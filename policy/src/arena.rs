@@ -27,7 +27,11 @@ pub struct Arena<A: GlobalAlloc = System> {
     backing: A,
     chunk: Cell<*mut u8>,
     capacity: Cell<usize>,
-    top: Cell<usize>,
+    /// Address of the chunk's next free byte.
+    next: Cell<usize>,
+    /// Address of the chunk's end while a request runs, else 0: the one
+    /// bound the allocation fast path checks.
+    limit: Cell<usize>,
     active: Cell<bool>,
     spilled: Cell<usize>,
 }
@@ -43,7 +47,8 @@ impl<A: GlobalAlloc> Arena<A> {
             backing,
             chunk: Cell::new(ptr::null_mut()),
             capacity: Cell::new(0),
-            top: Cell::new(0),
+            next: Cell::new(0),
+            limit: Cell::new(0),
             active: Cell::new(false),
             spilled: Cell::new(0),
         }
@@ -62,13 +67,20 @@ impl<A: GlobalAlloc> Arena<A> {
         if wanted != self.capacity.get() || self.chunk.get().is_null() {
             self.replace_chunk(wanted);
         }
-        self.top.set(0);
+        let start = self.chunk.get() as usize;
+        self.next.set(start);
+        self.limit.set(if start == 0 {
+            0
+        } else {
+            start + self.capacity.get()
+        });
         self.spilled.set(0);
         self.active.set(true);
     }
 
     /// Ends a request: later allocations go to the backing allocator.
     pub fn end(&self) {
+        self.limit.set(0);
         self.active.set(false);
     }
 
@@ -80,7 +92,7 @@ impl<A: GlobalAlloc> Arena<A> {
 
     /// Bytes the current request took from the chunk.
     pub fn used(&self) -> usize {
-        self.top.get()
+        self.next.get().saturating_sub(self.chunk.get() as usize)
     }
 
     /// Bytes the current request allocated outside the chunk.
@@ -108,26 +120,29 @@ impl<A: GlobalAlloc> Arena<A> {
     }
 
     /// A block cut from the chunk, if the request is active and it fits.
+    #[inline]
     fn cut(&self, layout: Layout) -> Option<*mut u8> {
-        if !self.active.get() || self.chunk.get().is_null() {
-            return None;
-        }
-        let start = self.chunk.get() as usize;
         // Alignments are powers of two.
         let mask = layout.align() - 1;
-        let at = (start + self.top.get()).checked_add(mask)? & !mask;
-        let end = at.checked_add(layout.size())?;
-        if end > start + self.capacity.get() {
-            self.spilled
-                .set(self.spilled.get().saturating_add(layout.size()));
-            return None;
+        let at = self.next.get().checked_add(mask).map(|a| a & !mask);
+        match at.and_then(|a| Some((a, a.checked_add(layout.size())?))) {
+            Some((at, end)) if end <= self.limit.get() => {
+                self.next.set(end);
+                let start = self.chunk.get();
+                Some(start.wrapping_add(at - start as usize))
+            }
+            _ => {
+                if self.active.get() {
+                    self.spilled
+                        .set(self.spilled.get().saturating_add(layout.size()));
+                }
+                None
+            }
         }
-        self.top.set(end - start);
-        Some(self.chunk.get().wrapping_add(at - start))
     }
 
     fn is_last(&self, p: *mut u8, size: usize) -> bool {
-        p as usize + size == self.chunk.get() as usize + self.top.get()
+        p as usize + size == self.next.get()
     }
 }
 
@@ -146,7 +161,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Arena<A> {
     unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
         if self.contains(p) {
             if self.active.get() && self.is_last(p, layout.size()) {
-                self.top.set(p as usize - self.chunk.get() as usize);
+                self.next.set(p as usize);
             }
             return;
         }
@@ -157,12 +172,13 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Arena<A> {
         if !self.contains(p) {
             return unsafe { self.backing.realloc(p, layout, new_size) };
         }
-        let offset = p as usize - self.chunk.get() as usize;
         if self.active.get()
             && self.is_last(p, layout.size())
-            && offset + new_size <= self.capacity.get()
+            && (p as usize)
+                .checked_add(new_size)
+                .is_some_and(|end| end <= self.limit.get())
         {
-            self.top.set(offset + new_size);
+            self.next.set(p as usize + new_size);
             return p;
         }
         let Ok(new_layout) = Layout::from_size_align(new_size, layout.align()) else {
