@@ -65,14 +65,8 @@ impl FieldPath {
     }
 
     pub fn field(&self, name: &str) -> FieldPath {
-        let mut display = String::with_capacity(self.display.len() + 1 + name.len());
-        display.push_str(&self.display);
-        if !display.is_empty() {
-            display.push('.');
-        }
-        display.push_str(name);
         FieldPath {
-            display,
+            display: self.field_text(name),
             pointer: self.child_pointer(name),
         }
     }
@@ -94,18 +88,23 @@ impl FieldPath {
     pub fn key(&self, key: &str) -> FieldPath {
         let mut display = String::with_capacity(self.display.len() + 2 + key.len());
         display.push_str(&self.display);
-        display.push('[');
-        // Keep one violation on one line whatever the key holds.
-        if key.chars().any(|c| c.is_control() || c == ']') {
-            display.push_str(&format!("{key:?}"));
-        } else {
-            display.push_str(key);
-        }
-        display.push(']');
+        push_key(&mut display, key);
         FieldPath {
             display,
             pointer: self.child_pointer(key),
         }
+    }
+
+    /// Only the message form of `self.field(name)`, for what is never
+    /// patched (signals, diagnostics). `name` may hold dots: `os.name`.
+    pub fn field_text(&self, name: &str) -> String {
+        let mut display = String::with_capacity(self.display.len() + 1 + name.len());
+        display.push_str(&self.display);
+        if !display.is_empty() {
+            display.push('.');
+        }
+        display.push_str(name);
+        display
     }
 
     fn child_pointer(&self, token: &str) -> String {
@@ -123,6 +122,18 @@ impl FieldPath {
     pub fn pointer(&self) -> &str {
         &self.pointer
     }
+}
+
+/// Appends a map entry's `[key]` to a message path, quoted when the key
+/// holds a control character or `]`, so one violation stays on one line.
+pub fn push_key(display: &mut String, key: &str) {
+    display.push('[');
+    if key.chars().any(|c| c.is_control() || c == ']') {
+        display.push_str(&format!("{key:?}"));
+    } else {
+        display.push_str(key);
+    }
+    display.push(']');
 }
 
 impl std::fmt::Display for FieldPath {

@@ -9,7 +9,7 @@ use crate::constraint::{Builds, Os, Placement};
 use crate::diagnostics::{Code, Diagnostic};
 use crate::facts::{hosts_of, platforms_placement, Facts, ImageFacts, Platform};
 use crate::image::{classify, maybe_windows_warning, ImageOs};
-use crate::kinds::FieldPath;
+use crate::kinds::push_key;
 use crate::labels::{
     is_placement_label, nodes_with, selector_placement, why_no_node_carries, BETA_OS_LABEL,
     OS_LABEL,
@@ -56,10 +56,11 @@ pub struct Signal {
 }
 
 impl Signal {
-    fn new(source: Source, path: &FieldPath, value: String, placement: Placement) -> Signal {
+    /// `path` is the field's message form: a signal is never patched.
+    fn new(source: Source, path: String, value: String, placement: Placement) -> Signal {
         Signal {
             source,
-            path: path.display().to_string(),
+            path,
             value,
             reason: None,
             placement,
@@ -206,19 +207,19 @@ impl Found {
         let Some(name) = pod.os_name else {
             return;
         };
-        let path = pod.field("os").field("name");
+        let path = pod.path.field_text("os.name");
         match Os::from_label(name) {
             Some(os) => {
                 self.push(Signal::new(
                     Source::PodOs,
-                    &path,
+                    path,
                     format!("{name:?}"),
                     os.placement(),
                 ));
             }
             None => self.conflicts.push(Diagnostic::new(
                 Code::InvalidValue,
-                path.display(),
+                path,
                 format!("{name:?} is not an OS name"),
                 "set it to linux or windows (lower case)",
             )),
@@ -230,11 +231,12 @@ impl Found {
             let Some(placement) = nodes_with(key, value) else {
                 continue;
             };
-            let path = pod.field("nodeSelector").key(key);
+            let mut path = pod.path.field_text("nodeSelector");
+            push_key(&mut path, key);
             let source = if key == BETA_OS_LABEL {
                 self.warnings.push(Diagnostic::new(
                     Code::DeprecatedLabel,
-                    path.display(),
+                    &path,
                     format!("{BETA_OS_LABEL} is deprecated and nodes may stop carrying it"),
                     format!("select {OS_LABEL}: {value} instead (with mutate, the policy adds it)"),
                 ));
@@ -243,7 +245,7 @@ impl Found {
                 Source::NodeSelector
             };
             let reason = why_no_node_carries(key, value);
-            self.push(Signal::new(source, &path, format!("{value:?}"), placement).because(reason));
+            self.push(Signal::new(source, path, format!("{value:?}"), placement).because(reason));
         }
     }
 
@@ -256,16 +258,15 @@ impl Found {
             return;
         }
         let path = pod
-            .field("affinity")
-            .field("nodeAffinity")
-            .field("requiredDuringSchedulingIgnoredDuringExecution");
+            .path
+            .field_text("affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution");
         let reason = placement.is_empty().then(|| {
             affinity::why_no_node(required).unwrap_or_else(|| {
                 format!("no node satisfies all of {}", affinity::describe(required))
             })
         });
         let value = affinity::describe(required);
-        self.push(Signal::new(Source::Affinity, &path, value, placement).because(reason));
+        self.push(Signal::new(Source::Affinity, path, value, placement).because(reason));
     }
 
     /// A RuntimeClass from the settings, merged as the admission plugin would.
@@ -300,12 +301,12 @@ impl Found {
             .filter(|(k, _)| is_placement_label(k))
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
-        let path = pod.field("runtimeClassName");
+        let path = pod.path.field_text("runtimeClassName");
         let reason = format!("RuntimeClass selects {}", selects.join(", "));
         self.push(
             Signal::new(
                 Source::RuntimeClass,
-                &path,
+                path,
                 format!("{:?}", rc.name),
                 placement,
             )
@@ -324,14 +325,14 @@ impl Found {
             if options.is_none() {
                 continue;
             }
-            let path = base.field("securityContext").field("windowsOptions");
+            let path = base.field_text("securityContext.windowsOptions");
             let value = match host_process(options) {
                 Some(true) => "hostProcess: true".to_string(),
                 _ => windows_options_summary(options.as_ref()),
             };
             let windows = Placement::windows(Builds::Any);
             self.push(
-                Signal::new(Source::WindowsOptions, &path, value, windows)
+                Signal::new(Source::WindowsOptions, path, value, windows)
                     .because(Some(
                         "windowsOptions apply only to Windows pods".to_string(),
                     ))
@@ -355,7 +356,7 @@ impl Found {
             let Some(image) = container.image else {
                 continue;
             };
-            let path = container.path.field("image");
+            let path = container.path.field_text("image");
             match facts.images.get(image) {
                 Some(ImageFacts::Platforms(platforms)) => {
                     if let Some(placement) = platforms_placement(platforms, hyperv) {
@@ -367,7 +368,7 @@ impl Found {
                         self.build_set |= placement.allows_windows();
                         let reason = format!("registry: {}", describe_platforms(platforms));
                         self.push(
-                            Signal::new(Source::Image, &path, format!("{image:?}"), placement)
+                            Signal::new(Source::Image, path, format!("{image:?}"), placement)
                                 .because(Some(reason))
                                 .of_container(Some(index)),
                         );
@@ -395,11 +396,11 @@ impl Found {
         }
     }
 
-    fn lookup_failed(&mut self, path: &FieldPath, image: &str, error: &str, settings: &Settings) {
+    fn lookup_failed(&mut self, path: &str, image: &str, error: &str, settings: &Settings) {
         let short = crate::context::short(error);
         let d = Diagnostic::new(
             Code::LookupFailed,
-            path.display(),
+            path,
             format!("the registry lookup of {image} failed ({short}), so its OS is read from the reference"),
             "check the registry and the policy server's credentials",
         );
@@ -416,7 +417,7 @@ impl Found {
         &mut self,
         image: &str,
         os: ImageOs,
-        path: &FieldPath,
+        path: &str,
         index: usize,
         host_process: bool,
         hyperv: bool,
@@ -424,8 +425,7 @@ impl Found {
         let (placement, reason) = match os {
             ImageOs::Unknown => return,
             ImageOs::MaybeWindows { .. } => {
-                let path = path.display().to_string();
-                self.maybe_windows.push(maybe_windows_warning(&path, image));
+                self.maybe_windows.push(maybe_windows_warning(path, image));
                 return;
             }
             ImageOs::Linux { reason } => (Placement::linux(), format!("Linux image: {reason}")),
@@ -439,7 +439,7 @@ impl Found {
                     Some(_) => Builds::Any,
                     None => {
                         self.images_without_build
-                            .push((path.display().to_string(), image.to_string()));
+                            .push((path.to_string(), image.to_string()));
                         Builds::Any
                     }
                 };
@@ -450,9 +450,14 @@ impl Found {
             }
         };
         self.push(
-            Signal::new(Source::Image, path, format!("{image:?}"), placement)
-                .because(Some(reason))
-                .of_container(Some(index)),
+            Signal::new(
+                Source::Image,
+                path.to_string(),
+                format!("{image:?}"),
+                placement,
+            )
+            .because(Some(reason))
+            .of_container(Some(index)),
         );
     }
 }
