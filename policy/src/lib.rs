@@ -11,6 +11,8 @@ pub mod arena;
 pub mod facts;
 pub mod payload;
 
+use payload::Payload;
+
 /// The guest's heap: a request arena over the system allocator.
 #[cfg(target_arch = "wasm32")]
 #[global_allocator]
@@ -44,8 +46,6 @@ fn discard<T>(value: T) {
     }
     drop(value);
 }
-
-use payload::Payload;
 
 #[no_mangle]
 pub extern "C" fn wapc_init() {
