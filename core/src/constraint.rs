@@ -88,12 +88,6 @@ impl FromIterator<WindowsBuild> for BuildSet {
     }
 }
 
-impl<const N: usize> From<[WindowsBuild; N]> for BuildSet {
-    fn from(builds: [WindowsBuild; N]) -> BuildSet {
-        builds.into_iter().collect()
-    }
-}
-
 impl IntoIterator for BuildSet {
     type Item = WindowsBuild;
     type IntoIter = std::vec::IntoIter<WindowsBuild>;
@@ -350,6 +344,21 @@ mod tests {
 
     fn b(n: u32) -> WindowsBuild {
         WindowsBuild::new(n)
+    }
+
+    #[test]
+    fn build_sets_stay_sorted_and_free_of_repeats() {
+        let set: BuildSet = [b(3), b(1), b(2), b(3)].into_iter().collect();
+        assert_eq!(set.iter().copied().collect::<Vec<_>>(), [b(1), b(2), b(3)]);
+        assert_eq!((set.len(), set.first()), (3, Some(&b(1))));
+        assert!(set.contains(&b(2)) && !set.contains(&b(4)));
+        let other: BuildSet = [b(4), b(2)].into_iter().collect();
+        let listed = |s: BuildSet| s.into_iter().collect::<Vec<_>>();
+        assert_eq!(listed(set.intersection(&other)), [b(2)]);
+        assert_eq!(listed(set.difference(&other)), [b(1), b(3)]);
+        assert_eq!(listed(set.union(&other)), [b(1), b(2), b(3), b(4)]);
+        let mut grown = BuildSet::new();
+        assert!(grown.insert(b(5)) && !grown.insert(b(5)));
     }
 
     #[test]

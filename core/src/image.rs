@@ -454,7 +454,16 @@ impl<'w, 'l> Facts<'w, 'l> {
     }
 
     fn last_segment(&self) -> &'l str {
-        self.segments().last().unwrap_or_default()
+        self.segments.last().copied().unwrap_or_default()
+    }
+
+    /// The segment before the last, if any.
+    fn parent_segment(&self) -> Option<&'l str> {
+        let count = self.segments.len();
+        count
+            .checked_sub(2)
+            .and_then(|i| self.segments.get(i))
+            .copied()
     }
 
     fn tag(&self) -> &'l str {
@@ -475,10 +484,11 @@ impl<'w, 'l> Facts<'w, 'l> {
 
     /// A path segment other than the last (an owner, or a mirror's prefix) is in `list`.
     fn owner_in(&self, list: &[&str]) -> bool {
-        let count = self.segments().count();
-        self.segments()
-            .take(count.saturating_sub(1))
-            .any(|s| list.contains(&s))
+        let owners = self
+            .segments
+            .split_last()
+            .map_or(&[][..], |(_, owners)| owners);
+        owners.iter().any(|s| list.contains(s))
     }
 
     /// `segments[i] == a` and `segments[i + 1]` satisfies `next`, for some i.
@@ -513,7 +523,7 @@ impl<'w, 'l> Facts<'w, 'l> {
 
     /// Repositories that hold only Windows images, where a bare release number is a build.
     fn is_known_windows_repository(&self) -> bool {
-        let count = self.segments().count();
+        let count = self.segments.len();
         let last = self.last_segment();
         self.has_pair("windows", |y| WINDOWS_BASE_NAMES.contains(&y))
             // mcr.microsoft.com/windows:1809 (the full "windows" image).
@@ -521,7 +531,7 @@ impl<'w, 'l> Facts<'w, 'l> {
             || self.has_pair("dotnet", |y| y == "framework")
             || (count >= 2
                 && RETIRED_MICROSOFT_WINDOWS.contains(&last)
-                && self.segments().nth(count - 2) == Some("microsoft"))
+                && self.parent_segment() == Some("microsoft"))
     }
 
     fn tag_says_windows(&self, tool: bool) -> bool {
@@ -593,9 +603,8 @@ impl<'w, 'l> Facts<'w, 'l> {
         if !LINUX_OFFICIAL_IMAGES.contains(&last) {
             return false;
         }
-        let count = self.segments().count();
-        let parent = count.checked_sub(2).and_then(|i| self.segments().nth(i));
-        (self.lower.is_docker_hub() && count == 1)
+        let parent = self.parent_segment();
+        (self.lower.is_docker_hub() && self.segments.len() == 1)
             || parent == Some("library")
             || (last == "amazonlinux" && parent == Some("amazonlinux"))
     }
@@ -603,11 +612,11 @@ impl<'w, 'l> Facts<'w, 'l> {
     /// Docker Hub `arm64v8/python`: an official image built for one Linux architecture.
     fn is_linux_arch_namespace(&self) -> bool {
         self.lower.is_docker_hub()
-            && self.segments().count() == 2
+            && self.segments.len() == 2
             && self
-                .segments()
-                .next()
-                .is_some_and(|s| LINUX_ARCH_NAMESPACES.contains(&s))
+                .segments
+                .first()
+                .is_some_and(|s| LINUX_ARCH_NAMESPACES.contains(s))
     }
 
     /// mcr .NET images whose tag means Linux. .NET 8 made the plain version tags Linux-only
