@@ -14,9 +14,7 @@ use common::*;
 use os_placement_core::{Decision, Settings, MAX_WARNING_CHARS};
 use serde_json::{json, Value};
 
-/// A private image the reference rules cannot place.
-const PRIVATE: &str = "registry.corp.example/billing/api:4.2";
-
+/// A pod of the private image, which the reference rules cannot place.
 fn private_pod(extra: Value) -> Value {
     with_spec(pod_with_images(&[PRIVATE]), extra)
 }

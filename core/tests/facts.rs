@@ -14,41 +14,10 @@ use os_placement_core::facts::{
     ClusterRuntimeClass, ImageFacts, NodeFact, NodeFacts, NodeTaint, Platform, RuntimeClassFacts,
     SchedulingFacts,
 };
-use os_placement_core::{
-    evaluate_with_facts, needs, Admission, Decision, Facts, Needs, Operation, Review, Settings,
-};
+use os_placement_core::{needs, Decision, Facts, Operation, Review, Settings};
 use serde_json::{json, Value};
 
-const PRIVATE: &str = "registry.corp.example/billing/api:4.2";
-
-fn review(object: &Value) -> Review<'_> {
-    Review {
-        kind: object["kind"].as_str().unwrap_or(""),
-        operation: Operation::Create,
-        object,
-        old_object: None,
-    }
-}
-
-/// Also checks that reading the request once ([`Admission`]) answers as
-/// the two separate calls do.
-fn with(object: &Value, settings: &Settings, facts: &Facts) -> Decision {
-    let decision = evaluate_with_facts(&review(object), settings, facts);
-    let request =
-        json!({"kind": {"kind": object["kind"]}, "operation": "CREATE", "object": object});
-    let admission = Admission::new(&request, settings);
-    assert_eq!(
-        admission.needs(),
-        &needs_of(object, settings),
-        "needs of {object}"
-    );
-    assert_eq!(admission.decide(facts), decision, "read once: {object}");
-    decision
-}
-
-fn needs_of(object: &Value, settings: &Settings) -> Needs {
-    needs(&review(object), settings)
-}
+use common::with_facts as with;
 
 fn linux(arch: &str) -> Platform {
     Platform {
@@ -67,10 +36,7 @@ fn windows(version: &str) -> Platform {
 }
 
 fn image(reference: &str, platforms: Vec<Platform>) -> Facts {
-    Facts {
-        images: [(reference.to_string(), ImageFacts::Platforms(platforms))].into(),
-        ..Facts::default()
-    }
+    image_facts(reference, ImageFacts::Platforms(platforms))
 }
 
 fn deployment(spec: Value) -> Value {
@@ -435,7 +401,7 @@ fn needs_names_undeclared_runtime_classes_and_the_inventory() {
     // DELETE asks for nothing.
     let r = Review {
         operation: Operation::Delete,
-        ..review(&object)
+        ..review_of(&object)
     };
     assert!(needs(&r, &declared).is_empty());
 }

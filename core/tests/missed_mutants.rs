@@ -11,7 +11,7 @@ mod common;
 
 use common::*;
 use os_placement_core::facts::{ImageFacts, Platform};
-use os_placement_core::{evaluate_with_facts, Decision, Facts, Operation, Review, Settings};
+use os_placement_core::{Facts, Settings};
 use serde_json::json;
 
 /// affinity.rs `expression_placement`: `NotIn` reads as "every node but
@@ -34,7 +34,7 @@ fn affinity_not_in_is_exact_only_for_os_and_build_labels() {
     let sku = create(&spec("kubernetes.azure.com/os-sku", "Windows2019"), &eks());
     assert!(sku.accepted, "{:?}", sku.message());
     let os = create(&spec("kubernetes.io/os", "windows"), &eks());
-    assert!(!os.accepted);
+    assert_rejected_with(&os, "os-conflict");
     assert_eq!(codes(&os), vec!["os-conflict"], "{:?}", os.message());
 }
 
@@ -51,7 +51,7 @@ fn affinity_conflict_message_quotes_the_placement_expression() {
                 {"key": "disktype", "operator": "In", "values": ["ssd"]}]}]}}},
     }));
     let d = create(&object, &eks());
-    assert!(!d.accepted);
+    assert_rejected_with(&d, "os-conflict");
     let m = message(&d);
     assert!(m.contains("kubernetes.io/os In [linux]"), "{m}");
     assert!(!m.contains("disktype"), "{m}");
@@ -153,8 +153,6 @@ fn official_name_is_official_only_on_docker_hub() {
     assert!(!is_linux("registry.example.com/alpine:3.20"));
 }
 
-const WIN2019: &str = "mcr.microsoft.com/windows/servercore:ltsc2019";
-
 /// place.rs `plan`: a pod bound with `spec.nodeName` skips the scheduler,
 /// so selector entries the policy would add are dropped with a
 /// `bound-to-node` warning; when nothing was dropped there is no warning.
@@ -169,7 +167,11 @@ fn bound_pod_is_warned_about_only_when_a_selector_entry_is_dropped() {
     }));
     let d = create(&placed, &eks());
     assert!(d.accepted, "{}", message(&d));
-    assert!(!patch_paths(&d).is_empty(), "the toleration is still added");
+    assert_eq!(
+        patch_paths(&d),
+        ["/spec/tolerations"],
+        "the toleration is still added"
+    );
     assert!(
         !warning_codes(&d).contains(&"bound-to-node"),
         "{:?}",
@@ -178,10 +180,20 @@ fn bound_pod_is_warned_about_only_when_a_selector_entry_is_dropped() {
     let unplaced =
         pod(json!({"nodeName": "win-1", "containers": [{"name": "c", "image": WIN2019}]}));
     let d = create(&unplaced, &eks());
+    assert!(d.accepted, "{}", message(&d));
     assert!(
         warning_codes(&d).contains(&"bound-to-node"),
         "{:?}",
         warning_codes(&d)
+    );
+    let paths = patch_paths(&d);
+    assert!(
+        !paths.iter().any(|p| p.starts_with("/spec/nodeSelector")),
+        "the selector entries are dropped: {paths:?}"
+    );
+    assert!(
+        paths.iter().any(|p| p.starts_with("/spec/tolerations")),
+        "{paths:?}"
     );
 }
 
@@ -218,6 +230,8 @@ fn prefer_runtime_class_fallback_names_a_lone_toleration() {
         .find(|w| w.code.as_str() == "no-matching-runtime-class")
         .expect("fallback warning");
     assert!(w.message.contains("its toleration was added"), "{w}");
+    assert!(d.accepted, "{}", message(&d));
+    assert_eq!(patch_paths(&d), ["/spec/tolerations"]);
 }
 
 /// place.rs `windows_missing`: with the cluster's builds known
@@ -254,8 +268,6 @@ fn windows_images_pattern_matches_a_trimmed_reference_in_its_own_case() {
     assert!(!is_windows(" registry.example.com/Linux/app:1"));
 }
 
-const WIN2022: &str = "mcr.microsoft.com/windows/servercore:ltsc2022";
-const PRIVATE: &str = "registry.corp.example/billing/api:4.2";
 const BUILD_LABEL: &str = "node.kubernetes.io/windows-build";
 
 /// A private image whose registry index lists Windows 2019 and 2022
@@ -303,7 +315,7 @@ fn build_affinity_rejection_names_the_builds() {
         "windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"}
     }));
     let d = with_facts(&object, &validate_only, &two_build_index());
-    assert!(!d.accepted);
+    assert_rejected_with(&d, "missing-build-pin");
     assert!(
         message(&d).contains("builds 10.0.17763, 10.0.20348"),
         "{}",
@@ -395,7 +407,7 @@ fn forbidden_field_messages_name_harmless_looking_values_only() {
         json!({"securityContext": {"supplementalGroups": [1000]}}),
     );
     let listed = create(&listed, &eks());
-    assert!(!listed.accepted);
+    assert_rejected_with(&listed, "forbidden-field");
     assert!(
         !message(&listed).contains("even when"),
         "{}",
@@ -418,12 +430,14 @@ fn host_process_pod_and_container_values_must_agree() {
         }))
     };
     let agree = create(&spec(true), &eks());
+    assert!(agree.accepted, "{}", message(&agree));
     assert!(
         !codes(&agree).contains(&"host-process"),
         "{}",
         message(&agree)
     );
     let disagree = create(&spec(false), &eks());
+    assert_rejected_with(&disagree, "host-process");
     assert!(
         message(&disagree)
             .contains("is false but the pod's securityContext.windowsOptions.hostProcess is true"),
@@ -461,28 +475,11 @@ fn exists_toleration_is_described_as_any_value_of_its_key() {
 
 // ---- resolve.rs and settings.rs ----
 
-fn with_facts(object: &serde_json::Value, settings: &Settings, facts: &Facts) -> Decision {
-    let review = Review {
-        kind: object["kind"].as_str().unwrap_or(""),
-        operation: Operation::Create,
-        object,
-        old_object: None,
-    };
-    evaluate_with_facts(&review, settings, facts)
-}
-
 fn platform(os: &str, arch: &str, version: Option<&str>) -> Platform {
     Platform {
         os: os.into(),
         os_version: version.map(Into::into),
         architecture: Some(arch.into()),
-    }
-}
-
-fn image_facts(reference: &str, facts: ImageFacts) -> Facts {
-    Facts {
-        images: [(reference.to_string(), facts)].into(),
-        ..Facts::default()
     }
 }
 
@@ -517,6 +514,7 @@ fn node_affinity_builds_are_not_image_builds() {
         warning_codes(&d)
     );
     let d = create(&spec(WIN2019), &eks());
+    assert!(d.accepted, "{}", message(&d));
     assert!(
         !warning_codes(&d).contains(&"unknown-build"),
         "{:?}",
@@ -538,7 +536,7 @@ fn host_process_conflict_names_host_process_alone() {
     }));
     let d = create(&object, &eks());
     let m = message(&d);
-    assert!(!d.accepted);
+    assert_rejected_with(&d, "os-conflict");
     assert!(m.contains("hostProcess: true"), "{m}");
     assert!(!m.contains("runAsUserName"), "{m}");
     // Without hostProcess, the options set are listed.
@@ -549,7 +547,7 @@ fn host_process_conflict_names_host_process_alone() {
     }));
     let d = create(&object, &eks());
     let m = message(&d);
-    assert!(!d.accepted);
+    assert_rejected_with(&d, "os-conflict");
     assert!(m.contains("runAsUserName"), "{m}");
 }
 
@@ -569,7 +567,7 @@ fn lookup_failure_rejection_names_the_setting_to_warn_instead() {
         "lookupFailure": "reject"
     }));
     let d = with_facts(&object, &strict, &facts);
-    assert!(!d.accepted);
+    assert_rejected_with(&d, "lookup-failed");
     let m = message(&d);
     assert!(m.contains("or set lookupFailure: warn"), "{m}");
     let d = with_facts(&object, &eks(), &facts);
@@ -639,7 +637,7 @@ fn registry_platforms_are_described_in_the_conflict() {
         &image_facts(reference, ImageFacts::Platforms(few)),
     );
     let m = message(&d);
-    assert!(!d.accepted);
+    assert_rejected_with(&d, "os-conflict");
     assert!(m.contains("registry: linux/amd64"), "{m}");
     assert!(!m.contains("unknown"), "{m}");
     assert!(!m.contains("more"), "{m}");
@@ -676,7 +674,7 @@ fn affinity_no_node_matches_is_fixed_in_its_terms() {
     }));
     let d = create(&object, &eks());
     let m = message(&d);
-    assert!(!d.accepted);
+    assert_rejected_with(&d, "unschedulable");
     assert!(m.contains("nodeSelectorTerm"), "{m}");
     let object = pod(json!({
         "containers": [{"name": "c", "image": "registry.example.com/app:1"}],
@@ -684,8 +682,12 @@ fn affinity_no_node_matches_is_fixed_in_its_terms() {
     }));
     let d = create(&object, &eks());
     let m = message(&d);
-    assert!(!d.accepted);
+    assert_rejected_with(&d, "unschedulable");
     assert!(!m.contains("nodeSelectorTerm"), "{m}");
+    assert!(
+        m.contains("use a value nodes carry, or remove the entry"),
+        "{m}"
+    );
 }
 
 /// settings.rs `Reader::taint`: a `windowsTaint.key` or `.effect` of the

@@ -170,6 +170,8 @@ fn oracle_host_process_pod_runs_on_windows_only() {
     let settings =
         json!({"windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"}});
     let pools = props::oracle::pools(&mut Complete, &settings);
+    // "Only" needs Linux pools among them.
+    assert!(props::oracle::complete(&pools));
     let host_process = json!({
         "hostNetwork": true,
         "securityContext": {"windowsOptions": {"hostProcess": true}},

@@ -7,12 +7,57 @@
     clippy::indexing_slicing
 )]
 
-use os_placement_core::{evaluate, Decision, Operation, Review, Settings};
+use os_placement_core::facts::ImageFacts;
+use os_placement_core::{
+    evaluate, evaluate_with_facts, needs, Admission, Decision, Facts, Needs, Operation, Review,
+    Settings,
+};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 
 pub fn settings(v: Value) -> Settings {
     Settings::from_value(&v).unwrap_or_else(|e| panic!("settings {v}: {e}"))
+}
+
+/// An image whose reference tells nothing about its OS.
+pub const PRIVATE: &str = "registry.corp.example/billing/api:4.2";
+
+/// A CREATE review of `object`.
+pub fn review_of(object: &Value) -> Review<'_> {
+    Review {
+        kind: object["kind"].as_str().unwrap_or(""),
+        operation: Operation::Create,
+        object,
+        old_object: None,
+    }
+}
+
+/// The decision with `facts`. Also checks that reading the request once
+/// ([`Admission`]) answers as the two separate calls do.
+pub fn with_facts(object: &Value, settings: &Settings, facts: &Facts) -> Decision {
+    let decision = evaluate_with_facts(&review_of(object), settings, facts);
+    let request =
+        json!({"kind": {"kind": object["kind"]}, "operation": "CREATE", "object": object});
+    let admission = Admission::new(&request, settings);
+    assert_eq!(
+        admission.needs(),
+        &needs_of(object, settings),
+        "needs of {object}"
+    );
+    assert_eq!(admission.decide(facts), decision, "read once: {object}");
+    decision
+}
+
+pub fn needs_of(object: &Value, settings: &Settings) -> Needs {
+    needs(&review_of(object), settings)
+}
+
+/// Facts that hold one image's answer.
+pub fn image_facts(reference: &str, facts: ImageFacts) -> Facts {
+    Facts {
+        images: [(reference.to_string(), facts)].into(),
+        ..Facts::default()
+    }
 }
 
 pub fn eks() -> Settings {
