@@ -9,6 +9,7 @@
 
 mod common;
 
+use common::checked_create as create;
 use common::*;
 use os_placement_core::facts::{ImageFacts, Platform};
 use os_placement_core::{Facts, Settings};
@@ -133,8 +134,6 @@ fn windows_word_reaches_its_release_over_two_fillers() {
 /// Upstream: Red Hat Universal Base Images, registry.access.redhat.com/ubi9.
 #[test]
 fn ubi_token_needs_its_version() {
-    use os_placement_core::image::{classify, ImageOs};
-    let is_linux = |image: &str| matches!(classify(image, &[]), ImageOs::Linux { .. });
     assert!(is_linux("example.com/tools/app:1.2-ubi9"));
     assert!(!is_linux("example.com/tools/app:1.2-ubi"));
     assert!(!is_linux("example.com/tools/app:ubiquity"));
@@ -146,8 +145,6 @@ fn ubi_token_needs_its_version() {
 /// Upstream: distribution/reference `ParseNormalizedNamed` (normalize.go).
 #[test]
 fn official_name_is_official_only_on_docker_hub() {
-    use os_placement_core::image::{classify, ImageOs};
-    let is_linux = |image: &str| matches!(classify(image, &[]), ImageOs::Linux { .. });
     assert!(is_linux("alpine:3.20"));
     assert!(is_linux("docker.io/alpine:3.20"));
     assert!(!is_linux("registry.example.com/alpine:3.20"));
@@ -738,9 +735,13 @@ fn settings_of_the_wrong_type_name_the_type() {
 /// (docs.aws.amazon.com, public.ecr.aws/amazonlinux/amazonlinux).
 #[test]
 fn amazonlinux_is_official_only_in_its_own_repositories() {
-    use os_placement_core::image::{classify, ImageOs};
-    let is_linux = |image: &str| matches!(classify(image, &[]), ImageOs::Linux { .. });
     assert!(is_linux("public.ecr.aws/amazonlinux/amazonlinux:2023"));
     assert!(is_linux("amazonlinux:2023"));
     assert!(!is_linux("registry.example.com/team/amazonlinux:2023"));
+}
+
+/// The built-in conventions read `image` as a Linux image.
+fn is_linux(image: &str) -> bool {
+    use os_placement_core::image::{classify, ImageOs};
+    matches!(classify(image, &[]), ImageOs::Linux { .. })
 }

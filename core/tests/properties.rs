@@ -114,12 +114,6 @@ fn generated_cases_reach_every_property() {
 #[test]
 fn oracle_pod_whose_own_affinity_excludes_every_windows_pool() {
     use serde_json::json;
-    struct Complete;
-    impl Source for Complete {
-        fn below(&mut self, _: usize) -> usize {
-            0
-        }
-    }
     let spec = json!({
         "os": {"name": "windows"},
         "containers": [{"name": "c0", "image": "myapp:1809"}],
@@ -161,12 +155,6 @@ fn oracle_pod_whose_own_affinity_excludes_every_windows_pool() {
 #[test]
 fn oracle_host_process_pod_runs_on_windows_only() {
     use serde_json::json;
-    struct Complete;
-    impl Source for Complete {
-        fn below(&mut self, _: usize) -> usize {
-            0
-        }
-    }
     let settings =
         json!({"windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"}});
     let pools = props::oracle::pools(&mut Complete, &settings);
@@ -182,5 +170,15 @@ fn oracle_host_process_pod_runs_on_windows_only() {
         let runs = |spec| props::oracle::runs(spec, pool, &settings, true);
         assert_eq!(runs(&host_process), Some(pool.windows), "{}", pool.name);
         assert_eq!(runs(&plain), Some(true), "{}", pool.name);
+    }
+}
+
+/// A source that always picks the first choice: the oracle's pools then
+/// include every kind of node.
+struct Complete;
+
+impl Source for Complete {
+    fn below(&mut self, _: usize) -> usize {
+        0
     }
 }
