@@ -320,8 +320,7 @@ fn failed_lookup_falls_back_with_a_warning_naming_image_and_error() {
     assert!(warning.contains(WIN2022), "{warning}");
     assert!(warning.len() < 256);
     // With lookupFailure: reject, it is a rejection.
-    let strict = settings(json!({
-        "windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"},
+    let strict = eks_with(json!({
         "lookupFailure": "reject"
     }));
     let d = with(&object, &strict, &facts);
@@ -458,8 +457,7 @@ fn runtime_class_from_the_cluster_places_the_pod() {
 fn settings_copy_of_a_runtime_class_wins_over_the_cluster() {
     let object = deployment(json!({"runtimeClassName": "windows-2019",
         "containers": [{"name": "c", "image": WIN2022}]}));
-    let declared = settings(json!({
-        "windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"},
+    let declared = eks_with(json!({
         "runtimeClasses": [{"name": "windows-2019", "scheduling": {
             "nodeSelector": {"kubernetes.io/os": "windows", "node.kubernetes.io/windows-build": "10.0.20348"},
             "tolerations": [eks_toleration()]}}]}));
@@ -532,8 +530,7 @@ fn hyperv_runtime_class_allows_newer_builds_and_no_exact_pin() {
 
 #[test]
 fn hyperv_pin_is_chosen_among_newer_builds_the_nodes_run() {
-    let declared = settings(json!({
-        "windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"},
+    let declared = eks_with(json!({
         "runtimeClasses": [{"name": "win-hv", "isolation": "hyperv", "scheduling": {
             "nodeSelector": {"kubernetes.io/os": "windows"}, "tolerations": [eks_toleration()]}}],
         "windowsBuilds": ["10.0.14393", "10.0.20348"]
@@ -551,8 +548,7 @@ fn hyperv_pin_is_chosen_among_newer_builds_the_nodes_run() {
 
 #[test]
 fn pod_no_node_can_run_is_rejected_naming_the_builds() {
-    let reject = settings(json!({
-        "windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"},
+    let reject = eks_with(json!({
         "nodeInventory": "reject"}));
     let win2025 = "mcr.microsoft.com/windows/servercore:ltsc2025";
     let object = pod(spec_with_images(&[win2025]));
@@ -566,8 +562,7 @@ fn pod_no_node_can_run_is_rejected_naming_the_builds() {
         message(&d)
     );
     // warn: admitted with the same finding.
-    let warn = settings(json!({
-        "windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"},
+    let warn = eks_with(json!({
         "nodeInventory": "warn"}));
     let d = with(&object, &warn, &nodes_facts(eks_nodes()));
     assert!(d.accepted);

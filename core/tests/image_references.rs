@@ -292,8 +292,7 @@ fn windows_release_spelling_pins_the_build() {
 #[test]
 fn settings_rule_without_build_adds_no_pin() {
     let object = pod_with_images(&["registry.example.com/win/billing:1809"]);
-    let unpinned = settings(json!({
-        "windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"},
+    let unpinned = eks_with(json!({
         "windowsImages": [{"pattern": "registry.example.com/win/*"}]
     }));
     let d = create(&object, &unpinned);

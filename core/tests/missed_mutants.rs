@@ -205,8 +205,7 @@ fn selected_windows_pod() -> serde_json::Value {
 
 /// EKS settings with `preferRuntimeClass` and one declared class.
 fn prefer_runtime_class(class: serde_json::Value) -> Settings {
-    settings(json!({
-        "windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"},
+    eks_with(json!({
         "preferRuntimeClass": true,
         "runtimeClasses": [class]
     }))
@@ -237,8 +236,7 @@ fn prefer_runtime_class_fallback_names_a_lone_toleration() {
 #[test]
 fn image_without_build_is_warned_about_when_the_cluster_builds_are_known() {
     let object = pod_with_images(&["mcr.microsoft.com/windows/servercore:latest"]);
-    let settings = settings(json!({
-        "windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"},
+    let settings = eks_with(json!({
         "windowsBuilds": ["10.0.17763", "10.0.20348"]
     }));
     let d = create(&object, &settings);
@@ -287,8 +285,7 @@ fn two_build_index() -> Facts {
 #[test]
 fn no_fitting_cluster_build_keeps_the_images_own_pin() {
     let object = pod_with_images(&[WIN2022]);
-    let only_2019 = settings(json!({
-        "windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"},
+    let only_2019 = eks_with(json!({
         "windowsBuilds": ["10.0.17763"]
     }));
     let d = create(&object, &only_2019);
@@ -307,10 +304,10 @@ fn no_fitting_cluster_build_keeps_the_images_own_pin() {
 #[test]
 fn build_affinity_rejection_names_the_builds() {
     let object = pod_with_images(&[PRIVATE]);
-    let validate_only = settings(json!({
-        "mutate": false,
-        "windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"}
-    }));
+    let validate_only = Settings {
+        mutate: false,
+        ..eks()
+    };
     let d = with_facts(&object, &validate_only, &two_build_index());
     assert_rejected_with(&d, "missing-build-pin");
     assert!(
@@ -559,8 +556,7 @@ fn lookup_failure_rejection_names_the_setting_to_warn_instead() {
         ImageFacts::LookupFailed("connection refused".into()),
     );
     let object = pod(spec_with_images(&[WIN2022]));
-    let strict = settings(json!({
-        "windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"},
+    let strict = eks_with(json!({
         "lookupFailure": "reject"
     }));
     let d = with_facts(&object, &strict, &facts);
@@ -589,8 +585,7 @@ fn lookup_failure_rejection_names_the_setting_to_warn_instead() {
 /// (Hyper-V isolation runs older images on newer hosts).
 #[test]
 fn hyperv_image_by_reference_is_pinned_within_the_affinity_builds() {
-    let declared = settings(json!({
-        "windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"},
+    let declared = eks_with(json!({
         "runtimeClasses": [{"name": "win-hv", "isolation": "hyperv", "scheduling": {
             "nodeSelector": {"kubernetes.io/os": "windows"}, "tolerations": [eks_toleration()]}}]
     }));

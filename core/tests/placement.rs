@@ -56,8 +56,7 @@ fn rc_2022() -> Value {
 }
 
 fn prefer_rc() -> Settings {
-    settings(json!({
-        "windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"},
+    eks_with(json!({
         "preferRuntimeClass": true,
         "runtimeClasses": [rc_2022()]
     }))

@@ -493,8 +493,7 @@ fn runtime_class_from_settings_resolves_to_its_os_and_build() {
 #[test]
 fn runtime_class_scheduling_counts_as_the_pods_own() {
     // Selector, taint toleration and build pin all come from the class.
-    let s = settings(json!({
-        "windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"},
+    let s = eks_with(json!({
         "runtimeClasses": [windows_2022_class()]
     }));
     let object = with_spec(

@@ -61,7 +61,17 @@ pub fn image_facts(reference: &str, facts: ImageFacts) -> Facts {
 }
 
 pub fn eks() -> Settings {
-    settings(json!({"windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"}}))
+    eks_with(json!({}))
+}
+
+/// The EKS Windows taint with the settings in `extra` beside it.
+pub fn eks_with(extra: Value) -> Settings {
+    let mut all =
+        json!({"windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"}});
+    if let (Some(all), Value::Object(extra)) = (all.as_object_mut(), extra) {
+        all.extend(extra);
+    }
+    settings(all)
 }
 
 pub fn create(object: &Value, settings: &Settings) -> Decision {
