@@ -28,8 +28,7 @@ fn affinity_not_in_is_exact_only_for_os_and_build_labels() {
     let spec = |key: &str, value: &str| {
         pod(json!({
             "containers": [{"name": "c", "image": "mcr.microsoft.com/windows/servercore:ltsc2019"}],
-            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-                {"matchExpressions": [{"key": key, "operator": "NotIn", "values": [value]}]}]}}},
+            "affinity": required_affinity(json!([{"key": key, "operator": "NotIn", "values": [value]}])),
         }))
     };
     let sku = create(&spec("kubernetes.azure.com/os-sku", "Windows2019"), &eks());
@@ -46,10 +45,9 @@ fn affinity_not_in_is_exact_only_for_os_and_build_labels() {
 fn affinity_conflict_message_quotes_the_placement_expression() {
     let object = pod(json!({
         "containers": [{"name": "c", "image": "mcr.microsoft.com/windows/servercore:ltsc2019"}],
-        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-            {"matchExpressions": [
+        "affinity": required_affinity(json!([
                 {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
-                {"key": "disktype", "operator": "In", "values": ["ssd"]}]}]}}},
+                {"key": "disktype", "operator": "In", "values": ["ssd"]}])),
     }));
     let d = create(&object, &eks());
     assert_rejected_with(&d, "os-conflict");
@@ -495,9 +493,8 @@ fn node_affinity_builds_are_not_image_builds() {
     let spec = |image: &str| {
         pod(json!({
             "containers": [{"name": "c", "image": image}],
-            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-                {"matchExpressions": [{"key": "node.kubernetes.io/windows-build", "operator": "In",
-                    "values": ["10.0.17763", "10.0.20348"]}]}]}}},
+            "affinity": required_affinity(json!([{"key": "node.kubernetes.io/windows-build", "operator": "In",
+                    "values": ["10.0.17763", "10.0.20348"]}])),
         }))
     };
     let d = create(&spec("mcr.microsoft.com/windows/servercore:latest"), &eks());
@@ -592,9 +589,8 @@ fn hyperv_image_by_reference_is_pinned_within_the_affinity_builds() {
     let spec = |image: &str, runtime_class: Option<&str>| {
         pod(json!({"runtimeClassName": runtime_class,
             "containers": [{"name": "c", "image": image}],
-            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-                {"matchExpressions": [{"key": "node.kubernetes.io/windows-build", "operator": "In",
-                    "values": ["10.0.17763", "10.0.20348"]}]}]}}},
+            "affinity": required_affinity(json!([{"key": "node.kubernetes.io/windows-build", "operator": "In",
+                    "values": ["10.0.17763", "10.0.20348"]}])),
         }))
     };
     let pin = |image: &str, runtime_class: Option<&str>| {
@@ -659,10 +655,9 @@ fn registry_platforms_are_described_in_the_conflict() {
 fn affinity_no_node_matches_is_fixed_in_its_terms() {
     let object = pod(json!({
         "containers": [{"name": "c", "image": "registry.example.com/app:1"}],
-        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-            {"matchExpressions": [
+        "affinity": required_affinity(json!([
                 {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
-                {"key": "kubernetes.io/os", "operator": "In", "values": ["windows"]}]}]}}},
+                {"key": "kubernetes.io/os", "operator": "In", "values": ["windows"]}])),
     }));
     let d = create(&object, &eks());
     let m = message(&d);

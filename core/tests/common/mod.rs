@@ -60,6 +60,12 @@ pub fn image_facts(reference: &str, facts: ImageFacts) -> Facts {
     }
 }
 
+/// A required node affinity of one term with these `matchExpressions`.
+pub fn required_affinity(expressions: Value) -> Value {
+    json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": expressions}]}}})
+}
+
 pub fn eks() -> Settings {
     eks_with(json!({}))
 }
