@@ -62,15 +62,6 @@ fn prefer_rc() -> Settings {
     }))
 }
 
-fn host_process_pod(extra: Value) -> Value {
-    let base = pod(json!({
-        "hostNetwork": true,
-        "securityContext": {"windowsOptions": {"hostProcess": true, "runAsUserName": "NT AUTHORITY\\SYSTEM"}},
-        "containers": [{"name": "c", "image": WIN2022}]
-    }));
-    with_spec(base, extra)
-}
-
 fn deployment(spec: Value) -> Value {
     json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "a"}},

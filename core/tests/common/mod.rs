@@ -66,6 +66,16 @@ pub fn required_affinity(expressions: Value) -> Value {
         "nodeSelectorTerms": [{"matchExpressions": expressions}]}}})
 }
 
+/// A HostProcess Pod of WIN2022 on the host network, with `extra` over its spec.
+pub fn host_process_pod(extra: Value) -> Value {
+    let base = pod(json!({
+        "hostNetwork": true,
+        "securityContext": {"windowsOptions": {"hostProcess": true, "runAsUserName": "NT AUTHORITY\\SYSTEM"}},
+        "containers": [{"name": "c", "image": WIN2022}]
+    }));
+    with_spec(base, extra)
+}
+
 pub fn eks() -> Settings {
     eks_with(json!({}))
 }
