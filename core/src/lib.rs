@@ -1,31 +1,19 @@
 //! Pure rule core of os-placement: a typed view of a pod spec and the
 //! settings in, a decision out. No I/O, no host specifics.
 
-pub mod affinity;
-pub mod build;
-pub mod constraint;
-pub mod context;
-pub mod diagnostics;
-pub mod evaluate;
-pub mod facts;
-pub mod glob;
-pub mod image;
-pub mod inventory;
-pub mod kinds;
-pub mod labels;
-pub mod landing;
-pub mod names;
-pub mod ordered;
-pub mod ownership;
-pub mod patch;
-pub mod place;
-pub mod report;
-pub mod resolve;
-pub mod selection;
-pub mod settings;
-pub mod spec;
-pub mod toleration;
-pub mod windows_rules;
+pub mod admission;
+pub mod input;
+pub mod placement;
+pub mod scheduling;
+pub mod signals;
+pub mod vocab;
+
+pub use admission::{context, evaluate};
+pub use input::{facts, settings, pod as spec};
+pub use placement::{inventory, landing, ownership, plan as place, selection, windows_rules};
+pub use scheduling::taints as toleration;
+pub use signals::{affinity, image, report, resolve};
+pub use vocab::{build, constraint, diagnostics, glob, kinds, labels, names, ordered, patch};
 
 pub use diagnostics::{Code, Diagnostic};
 pub use evaluate::{

@@ -1,6 +1,6 @@
 //! The kinds the policy handles and where each keeps its pod spec.
 
-use crate::patch::push_escaped;
+use crate::vocab::patch::push_escaped;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {

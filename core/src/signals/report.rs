@@ -3,9 +3,9 @@
 
 use serde::Serialize;
 
-use crate::constraint::Builds;
-use crate::resolve::{Signal, Source};
-use crate::spec::PodView;
+use crate::vocab::constraint::Builds;
+use crate::signals::resolve::{Signal, Source};
+use crate::input::pod::PodView;
 
 /// One field that restricts where the pod can run, as the core read it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -34,7 +34,7 @@ pub struct SignalReport {
 
 impl SignalReport {
     pub(crate) fn new(signal: &Signal, pod: &PodView<'_>) -> SignalReport {
-        let list = |set: &crate::constraint::BuildSet| {
+        let list = |set: &crate::vocab::constraint::BuildSet| {
             set.iter().map(ToString::to_string).collect::<Vec<_>>()
         };
         let (builds, excluded_builds) = match &signal.placement.windows {

@@ -8,12 +8,12 @@ use k8s_openapi::api::core::v1::Toleration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::build::WindowsBuild;
-use crate::diagnostics::{render, Code, Diagnostic};
-use crate::glob::Glob;
-use crate::image::ImageRule;
-use crate::labels::{OS_LABEL, WINDOWS_BUILD_LABEL};
-use crate::names::{is_dns_subdomain, is_label_value, is_qualified_name};
+use crate::vocab::build::WindowsBuild;
+use crate::vocab::diagnostics::{render, Code, Diagnostic};
+use crate::vocab::glob::Glob;
+use crate::signals::image::ImageRule;
+use crate::vocab::labels::{OS_LABEL, WINDOWS_BUILD_LABEL};
+use crate::vocab::names::{is_dns_subdomain, is_label_value, is_qualified_name};
 
 /// What a pod with no OS signal gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,7 +86,7 @@ impl RuntimeClass {
             None => self
                 .handler
                 .as_deref()
-                .is_some_and(crate::facts::handler_is_hyperv),
+                .is_some_and(crate::input::facts::handler_is_hyperv),
         }
     }
 }

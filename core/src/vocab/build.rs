@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::ordered::CollectOrdered;
+use crate::vocab::ordered::CollectOrdered;
 
 /// A Windows kernel build as in the node label node.kubernetes.io/windows-build ("10.0.20348").
 ///

@@ -3,11 +3,11 @@
 
 use std::borrow::Cow;
 
-use crate::diagnostics::{Code, Diagnostic};
-use crate::facts::{Facts, NodeFacts, RuntimeClassFacts};
-use crate::inventory::windows_taint;
-use crate::settings::{RuntimeClass, Scheduling, Settings};
-use crate::spec::PodView;
+use crate::vocab::diagnostics::{Code, Diagnostic};
+use crate::input::facts::{Facts, NodeFacts, RuntimeClassFacts};
+use crate::placement::inventory::windows_taint;
+use crate::input::settings::{RuntimeClass, Scheduling, Settings};
+use crate::input::pod::PodView;
 
 /// The settings the rules use for this request. The settings' own
 /// RuntimeClasses win, as they did before the cluster was read.

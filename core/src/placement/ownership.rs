@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
-use crate::ordered::CollectOrdered;
-use crate::patch::{escape_token, PatchOp};
+use crate::vocab::ordered::CollectOrdered;
+use crate::vocab::patch::{escape_token, PatchOp};
 
 /// The annotation holding the record.
 pub const ADDED_ANNOTATION: &str = "os-placement.kubewarden.io/added";

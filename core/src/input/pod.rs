@@ -7,9 +7,9 @@ use k8s_openapi::api::core::v1::{NodeSelector, Toleration, WindowsSecurityContex
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::diagnostics::{Code, Diagnostic};
-use crate::kinds::FieldPath;
-use crate::settings::json_type_name;
+use crate::vocab::diagnostics::{Code, Diagnostic};
+use crate::vocab::kinds::FieldPath;
+use crate::input::settings::json_type_name;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ContainerList {

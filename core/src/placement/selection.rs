@@ -5,11 +5,11 @@
 
 use k8s_openapi::api::core::v1::{NodeSelectorTerm, Toleration};
 
-use crate::constraint::Os;
-use crate::diagnostics::{Code, Diagnostic};
-use crate::labels::is_placement_label;
-use crate::settings::Settings;
-use crate::spec::PodView;
+use crate::vocab::constraint::Os;
+use crate::vocab::diagnostics::{Code, Diagnostic};
+use crate::vocab::labels::is_placement_label;
+use crate::input::settings::Settings;
+use crate::input::pod::PodView;
 
 /// Labels every OS's nodes carry alike: selecting on them picks no node
 /// pool of one OS (architecture, zone, instance type, capacity type).
@@ -77,7 +77,7 @@ pub fn other_selections(pod: &PodView<'_>, settings: &Settings) -> Vec<Selection
         if points_at_windows(t, settings) {
             found.push(Selection {
                 path: pod.field("tolerations").index(i).display().to_string(),
-                what: format!("a toleration of {}", crate::toleration::describe(t)),
+                what: format!("a toleration of {}", crate::scheduling::taints::describe(t)),
             });
         }
     }

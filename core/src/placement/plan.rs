@@ -5,17 +5,17 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::Toleration;
 use serde_json::{json, Map, Value};
 
-use crate::build::WindowsBuild;
-use crate::constraint::{BuildSet, Builds, Os};
-use crate::diagnostics::{Code, Diagnostic};
-use crate::labels::{selector_placement, OS_LABEL, WINDOWS_BUILD_LABEL};
-use crate::patch::{pointer_child, AddOp};
-use crate::resolve::{Resolution, Signal, Source};
-use crate::selection::{bound_to_node, os_undetermined, other_selections};
-use crate::settings::{DefaultOs, RuntimeClass, Settings, Taint};
-use crate::spec::PodView;
-use crate::toleration::{describe as describe_toleration, eviction_after, for_taint, tolerates};
-use crate::windows_rules::{forbidden_fields, host_process_rules};
+use crate::vocab::build::WindowsBuild;
+use crate::vocab::constraint::{BuildSet, Builds, Os};
+use crate::vocab::diagnostics::{Code, Diagnostic};
+use crate::vocab::labels::{selector_placement, OS_LABEL, WINDOWS_BUILD_LABEL};
+use crate::vocab::patch::{pointer_child, AddOp};
+use crate::signals::resolve::{Resolution, Signal, Source};
+use crate::placement::selection::{bound_to_node, os_undetermined, other_selections};
+use crate::input::settings::{DefaultOs, RuntimeClass, Settings, Taint};
+use crate::input::pod::PodView;
+use crate::scheduling::taints::{describe as describe_toleration, eviction_after, for_taint, tolerates};
+use crate::placement::windows_rules::{forbidden_fields, host_process_rules};
 
 /// The outcome for one pod spec.
 #[derive(Debug, Default)]
@@ -447,7 +447,7 @@ fn merge_runtime_class(pod: &PodView<'_>, rc: &RuntimeClass, ops: &mut Vec<AddOp
         .filter(|t| {
             !pod.tolerations
                 .iter()
-                .any(|own| crate::toleration::covers(own, t))
+                .any(|own| crate::scheduling::taints::covers(own, t))
         })
         .filter_map(|t| serde_json::to_value(t).ok())
         .collect();
@@ -536,7 +536,7 @@ fn build_affinity_ops(pod: &PodView<'_>, builds: &[WindowsBuild]) -> Vec<AddOp> 
     Vec::new()
 }
 
-fn term_op(term_path: &crate::kinds::FieldPath, term: &Value, expression: &Value) -> AddOp {
+fn term_op(term_path: &crate::vocab::kinds::FieldPath, term: &Value, expression: &Value) -> AddOp {
     match term.get("matchExpressions") {
         Some(Value::Array(_)) => AddOp::new(
             format!("{}/-", term_path.field("matchExpressions").pointer()),

@@ -9,14 +9,14 @@ use k8s_openapi::api::core::v1::Toleration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::build::WindowsBuild;
-use crate::constraint::{BuildSet, Builds, Placement};
-use crate::evaluate::{Operation, ReadPod, Review};
-use crate::kinds::Kind;
-use crate::labels::{OS_LABEL, WINDOWS_BUILD_LABEL};
-use crate::resolve::{resolve_with, Resolution};
-use crate::settings::{ImageLookup, Isolation, Settings, Taint};
-use crate::spec::PodView;
+use crate::vocab::build::WindowsBuild;
+use crate::vocab::constraint::{BuildSet, Builds, Placement};
+use crate::admission::evaluate::{Operation, ReadPod, Review};
+use crate::vocab::kinds::Kind;
+use crate::vocab::labels::{OS_LABEL, WINDOWS_BUILD_LABEL};
+use crate::signals::resolve::{resolve_with, Resolution};
+use crate::input::settings::{ImageLookup, Isolation, Settings, Taint};
+use crate::input::pod::PodView;
 
 /// Everything known beyond the request and the settings.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -249,7 +249,7 @@ pub fn hosts_of(build: WindowsBuild, hyperv: bool) -> Builds {
     if hyperv {
         // Every older build is excluded: newer builds, known or not, run it.
         Builds::Except(
-            crate::build::known_builds()
+            crate::vocab::build::known_builds()
                 .into_iter()
                 .filter(|b| *b < build)
                 .collect(),
@@ -315,7 +315,7 @@ pub(crate) fn needs_reading<'a>(
     let Some(kind) = Kind::parse(review.kind) else {
         return (needs, None);
     };
-    let Ok((spec, path)) = crate::evaluate::locate_pod_spec(review.object, kind) else {
+    let Ok((spec, path)) = crate::admission::evaluate::locate_pod_spec(review.object, kind) else {
         return (needs, None);
     };
     let Ok(pod) = PodView::read(spec, path) else {
@@ -373,8 +373,8 @@ fn placement_fixed(resolution: &Resolution, settings: &Settings) -> bool {
     let node = resolution.node_placement();
     let pinned = node.windows.as_ref().is_some_and(|b| b.single().is_some());
     match node.os() {
-        Some(crate::constraint::Os::Linux) => true,
-        Some(crate::constraint::Os::Windows) => {
+        Some(crate::vocab::constraint::Os::Linux) => true,
+        Some(crate::vocab::constraint::Os::Windows) => {
             pinned || resolution.host_process || !settings.pin_windows_build
         }
         None => false,

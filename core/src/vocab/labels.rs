@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::build::WindowsBuild;
-use crate::constraint::{Builds, Os, Placement};
+use crate::vocab::build::WindowsBuild;
+use crate::vocab::constraint::{Builds, Os, Placement};
 
 pub const OS_LABEL: &str = "kubernetes.io/os";
 pub const BETA_OS_LABEL: &str = "beta.kubernetes.io/os";

@@ -7,8 +7,8 @@
 
 use k8s_openapi::api::core::v1::{NodeSelector, NodeSelectorRequirement, NodeSelectorTerm};
 
-use crate::constraint::{Builds, Placement};
-use crate::labels::{
+use crate::vocab::constraint::{Builds, Placement};
+use crate::vocab::labels::{
     is_placement_label, nodes_compared, nodes_with, nodes_with_key, nodes_without_key,
     why_no_node_carries, why_no_node_compares, BETA_OS_LABEL, OS_LABEL, WINDOWS_BUILD_LABEL,
 };
@@ -181,8 +181,8 @@ pub fn describe(selector: &NodeSelector) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::build::WindowsBuild;
-    use crate::constraint::Os;
+    use crate::vocab::build::WindowsBuild;
+    use crate::vocab::constraint::Os;
     use serde_json::json;
 
     fn selector(terms: serde_json::Value) -> NodeSelector {

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::build::WindowsBuild;
+use crate::vocab::build::WindowsBuild;
 
 /// A set of Windows builds, in ascending order. A handful of builds exist,
 /// so a sorted vector serves better than a B-tree: sets are built, met and

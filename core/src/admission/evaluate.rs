@@ -7,21 +7,21 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::constraint::{Os, Placement};
-use crate::diagnostics::{render, Code, Diagnostic};
-use crate::facts::{Facts, Needs, RuntimeClassFacts};
-use crate::inventory::{no_node, Candidate};
-use crate::kinds::{FieldPath, Kind, SUPPORTED_KINDS};
-use crate::ordered::CollectOrdered;
-use crate::ownership::{annotation_op, owned_entries, reconcile, record_after, without, Owned};
-use crate::patch::{apply, AddOp};
-use crate::place::{plan, RuntimeClassMerge};
-use crate::report::SignalReport;
-use crate::resolve::{pair_conflict, resolve_with, Resolution, Source};
-use crate::selection::other_selections;
-use crate::settings::{DefaultOs, NodeInventory, Settings};
-use crate::spec::{malformed, ContainerList, PodView};
-use crate::toleration::tolerates;
+use crate::vocab::constraint::{Os, Placement};
+use crate::vocab::diagnostics::{render, Code, Diagnostic};
+use crate::input::facts::{Facts, Needs, RuntimeClassFacts};
+use crate::placement::inventory::{no_node, Candidate};
+use crate::vocab::kinds::{FieldPath, Kind, SUPPORTED_KINDS};
+use crate::vocab::ordered::CollectOrdered;
+use crate::placement::ownership::{annotation_op, owned_entries, reconcile, record_after, without, Owned};
+use crate::vocab::patch::{apply, AddOp};
+use crate::placement::plan::{plan, RuntimeClassMerge};
+use crate::signals::report::SignalReport;
+use crate::signals::resolve::{pair_conflict, resolve_with, Resolution, Source};
+use crate::placement::selection::other_selections;
+use crate::input::settings::{DefaultOs, NodeInventory, Settings};
+use crate::input::pod::{malformed, ContainerList, PodView};
+use crate::scheduling::taints::tolerates;
 
 /// The admission operation, as `AdmissionRequest.operation` spells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -142,7 +142,7 @@ impl<'a> Admission<'a> {
     pub fn new(request: &'a Value, settings: &'a Settings) -> Admission<'a> {
         let review = Review::from_admission_request(request);
         let (needs, read) = match &review {
-            Ok(review) => crate::facts::needs_reading(review, settings),
+            Ok(review) => crate::input::facts::needs_reading(review, settings),
             Err(_) => (Needs::default(), None),
         };
         Admission {
@@ -297,7 +297,7 @@ fn evaluate_read<'a>(
     if matches!(review.operation, Operation::Delete | Operation::Connect) {
         return Decision::accept(Vec::new());
     }
-    let completed = crate::context::complete(settings, facts);
+    let completed = crate::admission::context::complete(settings, facts);
     // A resolution without facts holds only while there are none.
     let facts_change_nothing = matches!(completed, Cow::Borrowed(_)) && facts.is_empty();
     let read = match read {
@@ -415,7 +415,7 @@ fn decide<'o>(
     let mut resolution = resolved.unwrap_or_else(|| resolve_with(&pod, settings, facts));
     resolution
         .warnings
-        .extend(crate::context::lookup_warnings(&pod, settings, facts));
+        .extend(crate::admission::context::lookup_warnings(&pod, settings, facts));
     let mut conflicts = resolution.conflicts.clone();
     conflicts.extend(missing_runtime_class(&pod, settings, facts));
     if !conflicts.is_empty() {
@@ -513,7 +513,7 @@ fn check_nodes(
         tolerations.extend(rc.scheduling.tolerations.iter());
     }
     // The pod's OS after admission: a defaulted Linux pod runs Linux only.
-    let placement = match selector.get(crate::labels::OS_LABEL).map(String::as_str) {
+    let placement = match selector.get(crate::vocab::labels::OS_LABEL).map(String::as_str) {
         Some("linux") => resolution.placement.intersect(&Os::Linux.placement()),
         _ => resolution.placement.clone(),
     };

@@ -5,9 +5,9 @@
 //! When in doubt the answer is `Unknown` (or `MaybeWindows`, which only warns): a wrong
 //! OS or build would make a pod unschedulable.
 
-use crate::build::WindowsBuild;
-use crate::diagnostics::{Code, Diagnostic};
-use crate::glob::{Glob, GlobError};
+use crate::vocab::build::WindowsBuild;
+use crate::vocab::diagnostics::{Code, Diagnostic};
+use crate::vocab::glob::{Glob, GlobError};
 
 /// A settings rule (`windowsImages[]`): images matching `pattern` are Windows images.
 /// Rules are checked before the built-in conventions.

@@ -1,0 +1,5 @@
+//! Admission: what a request needs from the host, the settings completed
+//! with facts, and the decision.
+
+pub mod context;
+pub mod evaluate;
