@@ -3,11 +3,12 @@
 
 use std::borrow::Cow;
 
-use crate::vocab::diagnostics::{Code, Diagnostic};
 use crate::input::facts::{Facts, NodeFacts, RuntimeClassFacts};
-use crate::placement::inventory::windows_taint;
-use crate::input::settings::{RuntimeClass, Scheduling, Settings};
 use crate::input::pod::PodView;
+use crate::input::settings::{RuntimeClass, Scheduling, Settings};
+use crate::placement::inventory::windows_taint;
+use crate::vocab::diagnostics::{Code, Diagnostic};
+use crate::vocab::text::short;
 
 /// The settings the rules use for this request. The settings' own
 /// RuntimeClasses win, as they did before the cluster was read.
@@ -74,17 +75,4 @@ pub fn lookup_warnings(pod: &PodView<'_>, settings: &Settings, facts: &Facts) ->
         ));
     }
     notes
-}
-
-/// Characters of a host error quoted in a diagnostic: with the field path,
-/// the image and the fix, the line must stay within the API server's limit.
-const QUOTED_ERROR_CHARS: usize = 48;
-
-/// The error text, short enough for a warning line.
-pub(crate) fn short(error: &str) -> String {
-    let mut text: String = error.chars().take(QUOTED_ERROR_CHARS).collect();
-    if error.chars().count() > QUOTED_ERROR_CHARS {
-        text.push('…');
-    }
-    text
 }

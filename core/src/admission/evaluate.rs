@@ -1,129 +1,29 @@
 //! Top level: an admission review and the settings in, a decision out.
 
 use std::borrow::Cow;
-use std::fmt;
-use std::str::FromStr;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
-use crate::vocab::constraint::{Os, Placement};
-use crate::vocab::diagnostics::{render, Code, Diagnostic};
+use crate::admission::needs::{needs_reading, ReadPod};
 use crate::input::facts::{Facts, Needs, RuntimeClassFacts};
+use crate::input::pod::{ContainerList, PodView};
+use crate::input::review::{locate_pod_spec, Operation, Review};
+use crate::input::settings::{DefaultOs, NodeInventory, Settings};
 use crate::placement::inventory::{no_node, Candidate};
-use crate::vocab::kinds::{FieldPath, Kind, SUPPORTED_KINDS};
-use crate::vocab::ordered::CollectOrdered;
-use crate::placement::ownership::{annotation_op, owned_entries, reconcile, record_after, without, Owned};
-use crate::vocab::patch::{apply, AddOp};
+use crate::placement::ownership::{
+    annotation_op, owned_entries, reconcile, record_after, without, Owned,
+};
 use crate::placement::plan::{plan, RuntimeClassMerge};
+use crate::placement::selection::other_selections;
+use crate::scheduling::taints::tolerates;
 use crate::signals::report::SignalReport;
 use crate::signals::resolve::{pair_conflict, resolve_with, Resolution, Source};
-use crate::placement::selection::other_selections;
-use crate::input::settings::{DefaultOs, NodeInventory, Settings};
-use crate::input::pod::{malformed, ContainerList, PodView};
-use crate::scheduling::taints::tolerates;
-
-/// The admission operation, as `AdmissionRequest.operation` spells it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "UPPERCASE")]
-pub enum Operation {
-    /// `CREATE`
-    Create,
-    /// `UPDATE`
-    Update,
-    /// `DELETE`
-    Delete,
-    /// `CONNECT`
-    Connect,
-}
-
-impl Operation {
-    /// Parses the exact upper-case name; `None` for anything else.
-    pub fn parse(s: &str) -> Option<Operation> {
-        Some(match s {
-            "CREATE" => Operation::Create,
-            "UPDATE" => Operation::Update,
-            "DELETE" => Operation::Delete,
-            "CONNECT" => Operation::Connect,
-            _ => return None,
-        })
-    }
-
-    /// The name as the API spells it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Operation::Create => "CREATE",
-            Operation::Update => "UPDATE",
-            Operation::Delete => "DELETE",
-            Operation::Connect => "CONNECT",
-        }
-    }
-}
-
-impl fmt::Display for Operation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Operation {
-    type Err = Diagnostic;
-
-    fn from_str(s: &str) -> Result<Operation, Diagnostic> {
-        Operation::parse(s).ok_or_else(|| {
-            Diagnostic::new(
-                Code::UnsupportedKind,
-                "operation",
-                format!("{s:?} is not an admission operation"),
-                "send CREATE, UPDATE, DELETE or CONNECT",
-            )
-        })
-    }
-}
-
-/// The parts of an admission request the rules look at.
-#[derive(Debug, Clone, Copy)]
-pub struct Review<'a> {
-    /// `kind.kind` of the request, e.g. `Deployment`.
-    pub kind: &'a str,
-    /// What the API server is doing with the object.
-    pub operation: Operation,
-    /// The object under review.
-    pub object: &'a Value,
-    /// The object before an UPDATE.
-    pub old_object: Option<&'a Value>,
-}
-
-impl<'a> Review<'a> {
-    /// Reads a Kubernetes AdmissionRequest (`kind.kind`, `operation`,
-    /// `object`, `oldObject`); an unknown operation is an error naming it.
-    pub fn from_admission_request(request: &'a Value) -> Result<Review<'a>, Diagnostic> {
-        let operation = request
-            .get("operation")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .parse()?;
-        Ok(Review {
-            // Two lookups: `Value::pointer` allocates for each token.
-            kind: request
-                .get("kind")
-                .and_then(|kind| kind.get("kind"))
-                .and_then(Value::as_str)
-                .unwrap_or(""),
-            operation,
-            object: request.get("object").unwrap_or(&Value::Null),
-            old_object: request.get("oldObject").filter(|v| !v.is_null()),
-        })
-    }
-}
-
-/// The pod spec of a review's object as read while working out the lookups,
-/// kept so the decision does not read and resolve it again.
-pub(crate) struct ReadPod<'a> {
-    pub pod: PodView<'a>,
-    /// The resolution without facts, when the lookups needed it.
-    pub resolution: Option<Resolution>,
-}
+use crate::vocab::constraint::{Os, Placement};
+use crate::vocab::diagnostics::{render, Code, Diagnostic};
+use crate::vocab::kinds::{Kind, SUPPORTED_KINDS};
+use crate::vocab::ordered::CollectOrdered;
+use crate::vocab::patch::{apply, AddOp};
 
 /// An admission request read once: first what to look up outside it, then
 /// the decision with what was found. The same answers as
@@ -142,7 +42,7 @@ impl<'a> Admission<'a> {
     pub fn new(request: &'a Value, settings: &'a Settings) -> Admission<'a> {
         let review = Review::from_admission_request(request);
         let (needs, read) = match &review {
-            Ok(review) => crate::input::facts::needs_reading(review, settings),
+            Ok(review) => needs_reading(review, settings),
             Err(_) => (Needs::default(), None),
         };
         Admission {
@@ -415,7 +315,9 @@ fn decide<'o>(
     let mut resolution = resolved.unwrap_or_else(|| resolve_with(&pod, settings, facts));
     resolution
         .warnings
-        .extend(crate::admission::context::lookup_warnings(&pod, settings, facts));
+        .extend(crate::admission::context::lookup_warnings(
+            &pod, settings, facts,
+        ));
     let mut conflicts = resolution.conflicts.clone();
     conflicts.extend(missing_runtime_class(&pod, settings, facts));
     if !conflicts.is_empty() {
@@ -513,7 +415,10 @@ fn check_nodes(
         tolerations.extend(rc.scheduling.tolerations.iter());
     }
     // The pod's OS after admission: a defaulted Linux pod runs Linux only.
-    let placement = match selector.get(crate::vocab::labels::OS_LABEL).map(String::as_str) {
+    let placement = match selector
+        .get(crate::vocab::labels::OS_LABEL)
+        .map(String::as_str)
+    {
         Some("linux") => resolution.placement.intersect(&Os::Linux.placement()),
         _ => resolution.placement.clone(),
     };
@@ -612,39 +517,6 @@ fn finish(object: &Value, ops: Vec<AddOp>, warnings: Vec<Diagnostic>) -> Decisio
         mutated_object: Some(mutated),
         signals: Vec::new(),
     }
-}
-
-/// The pod spec of `object` and its path, by kind; a diagnostic naming the
-/// missing or malformed field otherwise.
-pub(crate) fn locate_pod_spec(
-    object: &Value,
-    kind: Kind,
-) -> Result<(&Value, FieldPath), Diagnostic> {
-    let mut path = FieldPath::root();
-    let mut current = object;
-    if !current.is_object() {
-        return Err(malformed(
-            &FieldPath::root().field("object"),
-            "an object",
-            current,
-        ));
-    }
-    for field in kind.pod_spec_fields() {
-        path = path.field(field);
-        current = match current.get(field) {
-            Some(next @ Value::Object(_)) => next,
-            Some(other) => return Err(malformed(&path, "an object", other)),
-            None => {
-                return Err(Diagnostic::new(
-                    Code::MalformedObject,
-                    path.display(),
-                    "is missing, so there is no pod spec to place",
-                    format!("add {path} as the Kubernetes API requires for a {kind:?}"),
-                ))
-            }
-        };
-    }
-    Ok((current, path))
 }
 
 /// Pod UPDATE: only new ephemeral containers are judged, against the rest

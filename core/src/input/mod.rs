@@ -2,5 +2,7 @@
 //! the facts an adapter gathered outside the request, as plain data.
 
 pub mod facts;
+pub mod image_rule;
 pub mod pod;
+pub mod review;
 pub mod settings;

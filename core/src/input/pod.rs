@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::vocab::diagnostics::{Code, Diagnostic};
 use crate::vocab::kinds::FieldPath;
-use crate::input::settings::json_type_name;
+use crate::vocab::text::json_type_name;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ContainerList {

@@ -5,15 +5,18 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use k8s_openapi::api::core::v1::Toleration;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::input::image_rule::ImageRule;
 use crate::vocab::build::WindowsBuild;
 use crate::vocab::diagnostics::{render, Code, Diagnostic};
 use crate::vocab::glob::Glob;
-use crate::signals::image::ImageRule;
+pub use crate::vocab::isolation::Isolation;
 use crate::vocab::labels::{OS_LABEL, WINDOWS_BUILD_LABEL};
 use crate::vocab::names::{is_dns_subdomain, is_label_value, is_qualified_name};
+pub use crate::vocab::taint::Taint;
+use crate::vocab::text::{describe, json_type_name};
 
 /// What a pod with no OS signal gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,48 +26,11 @@ pub enum DefaultOs {
     None,
 }
 
-/// The taint carried by Windows nodes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Taint {
-    pub key: String,
-    pub value: String,
-    pub effect: String,
-}
-
-impl Taint {
-    /// Whether the scheduler keeps untolerating pods off tainted nodes:
-    /// `PreferNoSchedule` is only a scoring preference.
-    pub fn keeps_pods_off(&self) -> bool {
-        matches!(self.effect.as_str(), "NoSchedule" | "NoExecute")
-    }
-}
-
-impl fmt::Display for Taint {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.value.is_empty() {
-            write!(f, "{}:{}", self.key, self.effect)
-        } else {
-            write!(f, "{}={}:{}", self.key, self.value, self.effect)
-        }
-    }
-}
-
 /// The scheduling part of a RuntimeClass.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Scheduling {
     pub node_selector: BTreeMap<String, String>,
     pub tolerations: Vec<Toleration>,
-}
-
-/// How a RuntimeClass isolates Windows containers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Isolation {
-    /// Process isolation: the image build must match the host's.
-    Process,
-    /// Hyper-V isolation: hosts of the image's build or newer run it
-    /// (Kubernetes documents it as experimental).
-    Hyperv,
 }
 
 /// A cluster RuntimeClass that carries scheduling.
@@ -86,7 +52,7 @@ impl RuntimeClass {
             None => self
                 .handler
                 .as_deref()
-                .is_some_and(crate::input::facts::handler_is_hyperv),
+                .is_some_and(crate::vocab::isolation::handler_is_hyperv),
         }
     }
 }
@@ -701,26 +667,6 @@ impl Reader {
             pattern: glob?,
             windows_build,
         })
-    }
-}
-
-/// "a string", "a list", ... for messages about JSON of the wrong type.
-pub(crate) fn json_type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
-    }
-}
-
-fn describe(value: &Value) -> String {
-    match value {
-        Value::String(s) => format!("the string {s:?}"),
-        Value::Number(n) => format!("the number {n}"),
-        other => json_type_name(other).to_string(),
     }
 }
 

@@ -9,12 +9,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::{NodeSelector, NodeSelectorRequirement, Toleration};
 
+use crate::input::facts::{NodeFact, NodeTaint};
+use crate::scheduling::taints::tolerates;
 use crate::vocab::constraint::{BuildSet, Builds, Placement};
 use crate::vocab::diagnostics::{Code, Diagnostic};
-use crate::input::facts::{NodeFact, NodeTaint};
 use crate::vocab::labels::{OS_LABEL, WINDOWS_BUILD_LABEL};
 use crate::vocab::ordered::CollectOrdered;
-use crate::scheduling::taints::tolerates;
 
 /// The pod as the scheduler will see it.
 pub struct Candidate<'p> {

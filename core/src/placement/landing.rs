@@ -16,16 +16,16 @@ use k8s_openapi::api::core::v1::{NodeSelectorRequirement, NodeSelectorTerm, Tole
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::input::pod::PodView;
+use crate::input::review::locate_pod_spec;
+use crate::input::settings::{Settings, Taint};
+use crate::scheduling::taints::tolerates;
+use crate::signals::resolve::{resolve, Signal, Source};
 use crate::vocab::build::WindowsBuild;
 use crate::vocab::constraint::{Builds, Os, Placement};
 use crate::vocab::diagnostics::{Code, Diagnostic};
-use crate::admission::evaluate::locate_pod_spec;
 use crate::vocab::kinds::{FieldPath, Kind, SUPPORTED_KINDS};
 use crate::vocab::labels::{BETA_OS_LABEL, OS_LABEL, WINDOWS_BUILD_LABEL};
-use crate::signals::resolve::{resolve, Signal, Source};
-use crate::input::settings::{Settings, Taint};
-use crate::input::pod::PodView;
-use crate::scheduling::taints::tolerates;
 
 /// A group of identical nodes.
 #[derive(Debug, Clone, PartialEq)]

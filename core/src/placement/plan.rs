@@ -5,17 +5,19 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::Toleration;
 use serde_json::{json, Map, Value};
 
+use crate::input::pod::PodView;
+use crate::input::settings::{DefaultOs, RuntimeClass, Settings, Taint};
+use crate::placement::selection::{bound_to_node, os_undetermined, other_selections};
+use crate::placement::windows_rules::{forbidden_fields, host_process_rules};
+use crate::scheduling::taints::{
+    describe as describe_toleration, eviction_after, for_taint, tolerates,
+};
+use crate::signals::resolve::{Resolution, Signal, Source};
 use crate::vocab::build::WindowsBuild;
 use crate::vocab::constraint::{BuildSet, Builds, Os};
 use crate::vocab::diagnostics::{Code, Diagnostic};
 use crate::vocab::labels::{selector_placement, OS_LABEL, WINDOWS_BUILD_LABEL};
 use crate::vocab::patch::{pointer_child, AddOp};
-use crate::signals::resolve::{Resolution, Signal, Source};
-use crate::placement::selection::{bound_to_node, os_undetermined, other_selections};
-use crate::input::settings::{DefaultOs, RuntimeClass, Settings, Taint};
-use crate::input::pod::PodView;
-use crate::scheduling::taints::{describe as describe_toleration, eviction_after, for_taint, tolerates};
-use crate::placement::windows_rules::{forbidden_fields, host_process_rules};
 
 /// The outcome for one pod spec.
 #[derive(Debug, Default)]

@@ -5,11 +5,11 @@
 
 use k8s_openapi::api::core::v1::{NodeSelectorTerm, Toleration};
 
+use crate::input::pod::PodView;
+use crate::input::settings::Settings;
 use crate::vocab::constraint::Os;
 use crate::vocab::diagnostics::{Code, Diagnostic};
 use crate::vocab::labels::is_placement_label;
-use crate::input::settings::Settings;
-use crate::input::pod::PodView;
 
 /// Labels every OS's nodes carry alike: selecting on them picks no node
 /// pool of one OS (architecture, zone, instance type, capacity type).

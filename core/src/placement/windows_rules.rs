@@ -3,8 +3,8 @@
 
 use serde_json::{Map, Value};
 
-use crate::vocab::diagnostics::{Code, Diagnostic};
 use crate::input::pod::{host_process, PodView};
+use crate::vocab::diagnostics::{Code, Diagnostic};
 
 /// When `validateWindows` (kubernetes pkg/apis/core/validation/validation.go)
 /// counts a field as set. It checks the internal API's types, into which the

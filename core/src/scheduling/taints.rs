@@ -3,7 +3,7 @@
 use k8s_openapi::api::core::v1::Toleration;
 use serde_json::{json, Value};
 
-use crate::input::settings::Taint;
+use crate::vocab::taint::Taint;
 
 pub fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
     let effect = toleration.effect.as_deref().unwrap_or("");

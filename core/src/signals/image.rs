@@ -5,30 +5,9 @@
 //! When in doubt the answer is `Unknown` (or `MaybeWindows`, which only warns): a wrong
 //! OS or build would make a pod unschedulable.
 
+pub use crate::input::image_rule::ImageRule;
 use crate::vocab::build::WindowsBuild;
 use crate::vocab::diagnostics::{Code, Diagnostic};
-use crate::vocab::glob::{Glob, GlobError};
-
-/// A settings rule (`windowsImages[]`): images matching `pattern` are Windows images.
-/// Rules are checked before the built-in conventions.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ImageRule {
-    pub pattern: Glob,
-    /// Build of the matching images. None: the build is only what the tag names as a
-    /// Windows release (`ltsc2022`, `windows-2019`); a version number (`1809`, `10.0.1`)
-    /// of a private image is never taken for a build.
-    pub windows_build: Option<WindowsBuild>,
-}
-
-impl ImageRule {
-    /// Compiles `pattern` into a rule.
-    pub fn new(pattern: &str, windows_build: Option<WindowsBuild>) -> Result<Self, GlobError> {
-        Ok(Self {
-            pattern: Glob::new(pattern)?,
-            windows_build,
-        })
-    }
-}
 
 /// The OS an image reference says it needs.
 #[derive(Debug, Clone, PartialEq, Eq)]

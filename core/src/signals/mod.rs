@@ -3,5 +3,6 @@
 
 pub mod affinity;
 pub mod image;
+pub mod platforms;
 pub mod report;
 pub mod resolve;

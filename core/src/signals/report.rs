@@ -3,9 +3,9 @@
 
 use serde::Serialize;
 
-use crate::vocab::constraint::Builds;
-use crate::signals::resolve::{Signal, Source};
 use crate::input::pod::PodView;
+use crate::signals::resolve::{Signal, Source};
+use crate::vocab::constraint::Builds;
 
 /// One field that restricts where the pod can run, as the core read it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -3,19 +3,20 @@
 
 use std::collections::BTreeMap;
 
+use crate::input::facts::{Facts, ImageFacts, Platform};
+use crate::input::pod::{host_process, PodView};
+use crate::input::settings::{LookupFailure, Settings};
 use crate::signals::affinity;
+use crate::signals::image::{classify, maybe_windows_warning, ImageOs};
+use crate::signals::platforms::{hosts_of, platforms_placement};
 use crate::vocab::build::WindowsBuild;
 use crate::vocab::constraint::{Builds, Os, Placement};
 use crate::vocab::diagnostics::{Code, Diagnostic};
-use crate::input::facts::{hosts_of, platforms_placement, Facts, ImageFacts, Platform};
-use crate::signals::image::{classify, maybe_windows_warning, ImageOs};
 use crate::vocab::kinds::push_key;
 use crate::vocab::labels::{
     is_placement_label, nodes_with, selector_placement, why_no_node_carries, BETA_OS_LABEL,
     OS_LABEL,
 };
-use crate::input::settings::{LookupFailure, Settings};
-use crate::input::pod::{host_process, PodView};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
@@ -397,7 +398,7 @@ impl Found {
     }
 
     fn lookup_failed(&mut self, path: &str, image: &str, error: &str, settings: &Settings) {
-        let short = crate::admission::context::short(error);
+        let short = crate::vocab::text::short(error);
         let d = Diagnostic::new(
             Code::LookupFailed,
             path,
