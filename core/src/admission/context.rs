@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use crate::input::facts::{Facts, NodeFacts, RuntimeClassFacts};
 use crate::input::pod::PodView;
 use crate::input::settings::{RuntimeClass, Scheduling, Settings};
-use crate::placement::inventory::windows_taint;
+use crate::scheduling::taints::windows_taint;
 use crate::vocab::diagnostics::{Code, Diagnostic};
 use crate::vocab::text::short;
 
@@ -37,10 +37,7 @@ pub fn complete<'s>(settings: &'s Settings, facts: &Facts) -> Cow<'s, Settings> 
         }
     }
     if settings.windows_taint_from_nodes {
-        completed.windows_taint = facts
-            .listed_nodes()
-            .and_then(windows_taint)
-            .map(|t| t.as_taint());
+        completed.windows_taint = facts.listed_nodes().and_then(windows_taint);
     }
     Cow::Owned(completed)
 }

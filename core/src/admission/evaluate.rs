@@ -10,7 +10,7 @@ use crate::input::facts::{Facts, Needs, RuntimeClassFacts};
 use crate::input::pod::{ContainerList, PodView};
 use crate::input::review::{locate_pod_spec, Operation, Review};
 use crate::input::settings::{DefaultOs, NodeInventory, Settings};
-use crate::placement::inventory::{no_node, Candidate};
+use crate::placement::inventory::no_node_after;
 use crate::placement::ownership::{
     annotation_op, owned_entries, reconcile, record_after, without, Owned,
 };
@@ -18,8 +18,8 @@ use crate::placement::plan::{plan, RuntimeClassMerge};
 use crate::placement::selection::other_selections;
 use crate::scheduling::taints::tolerates;
 use crate::signals::report::SignalReport;
-use crate::signals::resolve::{pair_conflict, resolve_with, Resolution, Source};
-use crate::vocab::constraint::{Os, Placement};
+use crate::signals::resolve::{pair_conflict, resolve_with, Resolution};
+use crate::vocab::constraint::Placement;
 use crate::vocab::diagnostics::{render, Code, Diagnostic};
 use crate::vocab::kinds::{Kind, SUPPORTED_KINDS};
 use crate::vocab::ordered::CollectOrdered;
@@ -389,52 +389,8 @@ fn check_nodes(
     if !decision.accepted || !settings.node_inventory.reads_nodes() {
         return decision;
     }
-    let mut admitted = object.clone();
-    if apply(&mut admitted, &decision.patch).is_err() {
-        return decision;
-    }
-    let Ok((spec, path)) = locate_pod_spec(&admitted, kind) else {
-        return decision;
-    };
-    let Ok(pod) = PodView::read(spec, path) else {
-        return decision;
-    };
-    if pod.node_name.is_some() {
-        return decision;
-    }
-    let rc = pod
-        .runtime_class_name
-        .and_then(|n| settings.runtime_class(n));
-    let mut selector = pod.node_selector.clone();
-    let mut tolerations: Vec<&k8s_openapi::api::core::v1::Toleration> =
-        pod.tolerations.iter().collect();
-    if let Some(rc) = rc {
-        for (k, v) in &rc.scheduling.node_selector {
-            selector.entry(k.clone()).or_insert_with(|| v.clone());
-        }
-        tolerations.extend(rc.scheduling.tolerations.iter());
-    }
-    // The pod's OS after admission: a defaulted Linux pod runs Linux only.
-    let placement = match selector
-        .get(crate::vocab::labels::OS_LABEL)
-        .map(String::as_str)
-    {
-        Some("linux") => resolution.placement.intersect(&Os::Linux.placement()),
-        _ => resolution.placement.clone(),
-    };
-    let candidate = Candidate {
-        placement: &placement,
-        node_selector: &selector,
-        affinity: pod.required_affinity.as_ref(),
-        tolerations: &tolerations,
-    };
-    let path = resolution
-        .signals
-        .iter()
-        .find(|s| s.source == Source::Image)
-        .map(|s| s.path.clone())
-        .unwrap_or_else(|| pod.path.display().to_string());
-    let Some(problem) = no_node(&candidate, nodes, &path) else {
+    let Some(problem) = no_node_after(object, kind, &decision.patch, resolution, settings, nodes)
+    else {
         return decision;
     };
     match settings.node_inventory {

@@ -8,12 +8,10 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::Toleration;
 use serde::{Deserialize, Serialize};
 
+pub use crate::input::node::Node;
 use crate::input::settings::Settings;
-use crate::vocab::build::WindowsBuild;
 use crate::vocab::constraint::BuildSet;
 use crate::vocab::isolation::Isolation;
-use crate::vocab::labels::{OS_LABEL, WINDOWS_BUILD_LABEL};
-use crate::vocab::taint::Taint;
 
 /// Everything known beyond the request and the settings.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -98,78 +96,9 @@ pub struct SchedulingFacts {
 #[serde(rename_all = "camelCase")]
 pub enum NodeFacts {
     /// Every node, as listed.
-    Listed(Vec<NodeFact>),
+    Listed(Vec<Node>),
     /// The list failed: the error text.
     LookupFailed(String),
-}
-
-/// One node, reduced to what placement depends on.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct NodeFact {
-    /// `metadata.name`.
-    pub name: String,
-    /// `linux` or `windows` (label `kubernetes.io/os`, else `nodeInfo.operatingSystem`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub os: Option<String>,
-    /// `10.0.N` (label `node.kubernetes.io/windows-build`, else `nodeInfo.kernelVersion`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub windows_build: Option<String>,
-    /// `kubernetes.io/arch` or `nodeInfo.architecture`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub architecture: Option<String>,
-    /// `metadata.labels`.
-    #[serde(default)]
-    pub labels: BTreeMap<String, String>,
-    /// `spec.taints`.
-    #[serde(default)]
-    pub taints: Vec<NodeTaint>,
-}
-
-/// A node taint (`spec.taints[]`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NodeTaint {
-    /// Taint key.
-    pub key: String,
-    /// Taint value; empty when unset.
-    #[serde(default)]
-    pub value: String,
-    /// `NoSchedule`, `PreferNoSchedule` or `NoExecute`.
-    pub effect: String,
-}
-
-impl NodeTaint {
-    /// As the settings' taint type, for the toleration rules.
-    pub fn as_taint(&self) -> Taint {
-        Taint {
-            key: self.key.clone(),
-            value: self.value.clone(),
-            effect: self.effect.clone(),
-        }
-    }
-}
-
-impl NodeFact {
-    /// Whether this is a Windows node.
-    pub fn is_windows(&self) -> bool {
-        self.os
-            .as_deref()
-            .or(self.labels.get(OS_LABEL).map(String::as_str))
-            == Some("windows")
-    }
-
-    /// Whether this is a Linux node (no OS known counts as Linux, the default).
-    pub fn is_linux(&self) -> bool {
-        !self.is_windows()
-    }
-
-    /// The node's Windows build, from the label or `windowsBuild`.
-    pub fn build(&self) -> Option<WindowsBuild> {
-        self.labels
-            .get(WINDOWS_BUILD_LABEL)
-            .or(self.windows_build.as_ref())
-            .and_then(|b| WindowsBuild::parse_version(b))
-    }
 }
 
 impl Facts {
@@ -179,7 +108,7 @@ impl Facts {
     }
 
     /// The listed nodes, when the inventory was read.
-    pub fn listed_nodes(&self) -> Option<&[NodeFact]> {
+    pub fn listed_nodes(&self) -> Option<&[Node]> {
         match &self.nodes {
             Some(NodeFacts::Listed(nodes)) => Some(nodes),
             _ => None,
@@ -194,7 +123,7 @@ impl Facts {
                 nodes
                     .iter()
                     .filter(|n| n.is_windows())
-                    .filter_map(NodeFact::build)
+                    .filter_map(Node::build)
                     .collect(),
             );
         }

@@ -8,6 +8,7 @@ use crate::vocab::glob::{Glob, GlobError};
 /// Rules are checked before the built-in conventions.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImageRule {
+    /// The glob the image reference must match.
     pub pattern: Glob,
     /// Build of the matching images. None: the build is only what the tag names as a
     /// Windows release (`ltsc2022`, `windows-2019`); a version number (`1809`, `10.0.1`)

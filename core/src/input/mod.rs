@@ -3,6 +3,7 @@
 
 pub mod facts;
 pub mod image_rule;
+pub mod node;
 pub mod pod;
 pub mod review;
 pub mod settings;

@@ -8,23 +8,29 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::vocab::diagnostics::{Code, Diagnostic};
-use crate::vocab::kinds::FieldPath;
+use crate::vocab::field_path::FieldPath;
 use crate::vocab::text::json_type_name;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The three container lists of a pod spec.
 pub enum ContainerList {
+    /// `containers`
     Containers,
+    /// `initContainers`
     InitContainers,
+    /// `ephemeralContainers`
     EphemeralContainers,
 }
 
 impl ContainerList {
+    /// Every list, in the order the rules read them.
     pub const ALL: [ContainerList; 3] = [
         ContainerList::Containers,
         ContainerList::InitContainers,
         ContainerList::EphemeralContainers,
     ];
 
+    /// The list's field name in the pod spec.
     pub fn field(self) -> &'static str {
         match self {
             ContainerList::Containers => "containers",
@@ -35,29 +41,48 @@ impl ContainerList {
 }
 
 #[derive(Debug, Clone)]
+/// One container, as far as placement reads it.
 pub struct ContainerView<'a> {
+    /// The list it belongs to.
     pub list: ContainerList,
+    /// Its path, e.g. `spec.containers[0]`.
     pub path: FieldPath,
+    /// `name`.
     pub name: Option<&'a str>,
+    /// `image`.
     pub image: Option<&'a str>,
+    /// `securityContext`, as written.
     pub security_context: Option<&'a Map<String, Value>>,
+    /// `securityContext.windowsOptions`.
     pub windows_options: Option<WindowsSecurityContextOptions>,
 }
 
 #[derive(Debug, Clone)]
+/// A narrow typed view of a pod spec: the fields placement reads, borrowed from the object.
 pub struct PodView<'a> {
+    /// Path of the pod spec in the object, e.g. `spec.template.spec`.
     pub path: FieldPath,
+    /// The pod spec as written, for fields the view does not type.
     pub raw: &'a Map<String, Value>,
+    /// `os.name`.
     pub os_name: Option<&'a str>,
+    /// `nodeSelector`.
     pub node_selector: BTreeMap<String, String>,
+    /// `affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution`.
     pub required_affinity: Option<NodeSelector>,
+    /// `tolerations`.
     pub tolerations: Vec<Toleration>,
+    /// `runtimeClassName`.
     pub runtime_class_name: Option<&'a str>,
     /// `spec.nodeName`: the pod is bound and bypasses the scheduler.
     pub node_name: Option<&'a str>,
+    /// `hostNetwork`.
     pub host_network: Option<bool>,
+    /// `securityContext`, as written.
     pub security_context: Option<&'a Map<String, Value>>,
+    /// `securityContext.windowsOptions`.
     pub windows_options: Option<WindowsSecurityContextOptions>,
+    /// Containers, init containers and ephemeral containers, in that order.
     pub containers: Vec<ContainerView<'a>>,
 }
 
@@ -128,6 +153,7 @@ impl<'a> PodView<'a> {
         }
     }
 
+    /// The path of a field of the pod spec.
     pub fn field(&self, name: &str) -> FieldPath {
         self.path.field(name)
     }

@@ -9,7 +9,8 @@ use serde_json::Value;
 
 use crate::input::pod::malformed;
 use crate::vocab::diagnostics::{Code, Diagnostic};
-use crate::vocab::kinds::{FieldPath, Kind};
+use crate::vocab::field_path::FieldPath;
+use crate::vocab::kinds::Kind;
 
 /// The admission operation, as `AdmissionRequest.operation` spells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

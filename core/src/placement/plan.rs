@@ -9,6 +9,7 @@ use crate::input::pod::PodView;
 use crate::input::settings::{DefaultOs, RuntimeClass, Settings, Taint};
 use crate::placement::selection::{bound_to_node, os_undetermined, other_selections};
 use crate::placement::windows_rules::{forbidden_fields, host_process_rules};
+use crate::scheduling::runtime_class::{added_tolerations, PodScheduling};
 use crate::scheduling::taints::{
     describe as describe_toleration, eviction_after, for_taint, tolerates,
 };
@@ -82,19 +83,20 @@ pub fn plan(
     let own_rc = pod
         .runtime_class_name
         .and_then(|name| settings.runtime_class(name));
-    let selector = effective_selector(pod, own_rc);
-    let tolerations = effective_tolerations(pod, own_rc);
+    let scheduling = PodScheduling::of(pod, own_rc);
+    let selector = &scheduling.node_selector;
+    let tolerations = &scheduling.tolerations;
     let mut missing = match os {
         Os::Windows => windows_missing(
             pod,
             resolution,
             settings,
-            &selector,
-            &tolerations,
+            selector,
+            tolerations,
             cluster,
             &mut plan,
         ),
-        Os::Linux => linux_missing(resolution, settings, &tolerations),
+        Os::Linux => linux_missing(resolution, settings, tolerations),
     };
     if settings.set_pod_os && pod.os_name.is_none() {
         missing.push(Missing::PodOs(os));
@@ -157,26 +159,6 @@ fn no_matching_runtime_class(pod: &PodView<'_>, os: Os, missing: &[Missing]) -> 
         format!("no declared RuntimeClass fits this {os} pod, so {added} added directly"),
         format!("declare one selecting kubernetes.io/os: {}", os.label()),
     )
-}
-
-fn effective_selector(pod: &PodView<'_>, rc: Option<&RuntimeClass>) -> BTreeMap<String, String> {
-    let mut selector = pod.node_selector.clone();
-    if let Some(rc) = rc {
-        for (k, v) in &rc.scheduling.node_selector {
-            selector.entry(k.clone()).or_insert_with(|| v.clone());
-        }
-    }
-    selector
-}
-
-fn effective_tolerations<'p>(
-    pod: &'p PodView<'_>,
-    rc: Option<&'p RuntimeClass>,
-) -> Vec<&'p Toleration> {
-    pod.tolerations
-        .iter()
-        .chain(rc.iter().flat_map(|rc| rc.scheduling.tolerations.iter()))
-        .collect()
 }
 
 /// The field that says the pod runs `os` containers: an image first, as
@@ -442,15 +424,8 @@ fn merge_runtime_class(pod: &PodView<'_>, rc: &RuntimeClass, ops: &mut Vec<AddOp
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     ops.extend(selector_ops(pod, &entries));
-    let new: Vec<Value> = rc
-        .scheduling
-        .tolerations
-        .iter()
-        .filter(|t| {
-            !pod.tolerations
-                .iter()
-                .any(|own| crate::scheduling::taints::covers(own, t))
-        })
+    let new: Vec<Value> = added_tolerations(&pod.tolerations, rc)
+        .into_iter()
         .filter_map(|t| serde_json::to_value(t).ok())
         .collect();
     ops.extend(toleration_ops(pod, new));
@@ -538,7 +513,11 @@ fn build_affinity_ops(pod: &PodView<'_>, builds: &[WindowsBuild]) -> Vec<AddOp> 
     Vec::new()
 }
 
-fn term_op(term_path: &crate::vocab::kinds::FieldPath, term: &Value, expression: &Value) -> AddOp {
+fn term_op(
+    term_path: &crate::vocab::field_path::FieldPath,
+    term: &Value,
+    expression: &Value,
+) -> AddOp {
     match term.get("matchExpressions") {
         Some(Value::Array(_)) => AddOp::new(
             format!("{}/-", term_path.field("matchExpressions").pointer()),

@@ -1,10 +1,15 @@
-//! Whether a toleration tolerates a taint, exactly as the scheduler decides.
+//! Taints and tolerations, as the scheduler's TaintToleration plugin and
+//! `corev1.Toleration.ToleratesTaint` (k8s.io/api core/v1 toleration.go)
+//! decide them.
 
 use k8s_openapi::api::core::v1::Toleration;
 use serde_json::{json, Value};
 
-use crate::vocab::taint::Taint;
+use crate::input::node::Node;
+use crate::vocab::taint::{Taint, TAINT_EFFECTS};
 
+/// Whether `toleration` tolerates `taint` (`ToleratesTaint`): an empty
+/// effect matches every effect, an empty key with `Exists` every taint.
 pub fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
     let effect = toleration.effect.as_deref().unwrap_or("");
     if !effect.is_empty() && effect != taint.effect {
@@ -19,6 +24,37 @@ pub fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
         "Exists" => true,
         _ => false,
     }
+}
+
+/// The taints that keep the pod off the node: `NoSchedule` and
+/// `NoExecute` taints no toleration tolerates (TaintToleration filters on
+/// those effects only; `PreferNoSchedule` only scores).
+pub fn untolerated<'t>(taints: &'t [Taint], tolerations: &[&Toleration]) -> Vec<&'t Taint> {
+    taints
+        .iter()
+        .filter(|taint| taint.keeps_pods_off())
+        .filter(|taint| !tolerations.iter().any(|t| tolerates(t, taint)))
+        .collect()
+}
+
+/// The taint every Windows node carries and no Linux node does, for
+/// `windowsTaint: fromNodes`; `None` when the Windows nodes share none.
+pub fn windows_taint(nodes: &[Node]) -> Option<Taint> {
+    let mut windows = nodes.iter().filter(|n| n.is_windows());
+    let first = windows.next()?;
+    let rest: Vec<&Node> = windows.collect();
+    first
+        .taints
+        .iter()
+        .filter(|t| TAINT_EFFECTS.contains(&t.effect.as_str()))
+        .filter(|t| rest.iter().all(|n| n.taints.contains(t)))
+        .find(|t| {
+            nodes
+                .iter()
+                .filter(|n| n.is_linux())
+                .all(|n| !n.taints.contains(t))
+        })
+        .cloned()
 }
 
 /// For a `NoExecute` taint: the matching toleration with the shortest

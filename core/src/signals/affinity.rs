@@ -7,6 +7,7 @@
 
 use k8s_openapi::api::core::v1::{NodeSelector, NodeSelectorRequirement, NodeSelectorTerm};
 
+use crate::scheduling::requirement::{Operator, Requirement};
 use crate::vocab::constraint::{Builds, Placement};
 use crate::vocab::labels::{
     is_placement_label, nodes_compared, nodes_with, nodes_with_key, nodes_without_key,
@@ -35,42 +36,33 @@ fn term_placement(term: &NodeSelectorTerm) -> Placement {
 }
 
 fn expression_placement(req: &NodeSelectorRequirement) -> Placement {
-    let key = req.key.as_str();
-    let values = req.values.as_deref().unwrap_or_default();
-    let any_of = || {
+    let parsed = Requirement::parse(req);
+    let key = parsed.key;
+    let any_of = |values: &[String]| {
         values
             .iter()
             .filter_map(|v| nodes_with(key, v))
             .fold(Placement::nowhere(), |acc, p| acc.union(&p))
     };
-    match req.operator.as_str() {
-        "Gt" | "Lt" => match comparison(req) {
-            // The scheduler cannot parse the term, so it matches no node
-            // (component-helpers nodeaffinity: a term with parse errors).
-            None => Placement::nowhere(),
-            Some((greater, bound)) => {
-                nodes_compared(key, greater, bound).unwrap_or_else(Placement::anywhere)
-            }
-        },
-        _ if !is_placement_label(key) => Placement::anywhere(),
-        "In" => any_of(),
-        // Exact only where a value maps to exactly the nodes carrying it.
-        "NotIn" if matches!(key, OS_LABEL | BETA_OS_LABEL | WINDOWS_BUILD_LABEL) => {
-            complement(&any_of())
+    match parsed.operator {
+        // The scheduler cannot parse the term, so it matches no node
+        // (component-helpers nodeaffinity: a term with parse errors).
+        Operator::Invalid => Placement::nowhere(),
+        Operator::Gt(bound) => nodes_compared(key, true, bound).unwrap_or_else(Placement::anywhere),
+        Operator::Lt(bound) => {
+            nodes_compared(key, false, bound).unwrap_or_else(Placement::anywhere)
         }
-        "Exists" => nodes_with_key(key).unwrap_or_else(Placement::anywhere),
-        "DoesNotExist" => nodes_without_key(key).unwrap_or_else(Placement::anywhere),
-        _ => Placement::anywhere(),
-    }
-}
-
-/// `Gt`/`Lt` and its bound: exactly one value that parses as an int64, as
-/// apimachinery labels.NewRequirement demands; `None` otherwise.
-fn comparison(req: &NodeSelectorRequirement) -> Option<(bool, i64)> {
-    let greater = req.operator == "Gt";
-    match req.values.as_deref().unwrap_or_default() {
-        [value] => value.parse::<i64>().ok().map(|bound| (greater, bound)),
-        _ => None,
+        _ if !is_placement_label(key) => Placement::anywhere(),
+        Operator::In(values) => any_of(values),
+        // Exact only where a value maps to exactly the nodes carrying it.
+        Operator::NotIn(values)
+            if matches!(key, OS_LABEL | BETA_OS_LABEL | WINDOWS_BUILD_LABEL) =>
+        {
+            complement(&any_of(values))
+        }
+        Operator::NotIn(_) => Placement::anywhere(),
+        Operator::Exists => nodes_with_key(key).unwrap_or_else(Placement::anywhere),
+        Operator::DoesNotExist => nodes_without_key(key).unwrap_or_else(Placement::anywhere),
     }
 }
 
@@ -103,24 +95,33 @@ fn expression_reason(req: &NodeSelectorRequirement) -> Option<String> {
     }
     let key = req.key.as_str();
     let values = req.values.as_deref().unwrap_or_default();
-    match req.operator.as_str() {
-        "Gt" | "Lt" => match comparison(req) {
-            None => Some(format!(
-                "{key} {} [{}] matches no node ({} takes exactly one integer value)",
-                req.operator,
-                values.join(", "),
-                req.operator
-            )),
-            Some((greater, bound)) => why_no_node_compares(key, greater, bound),
-        },
-        "In" => {
+    match (req.operator.as_str(), Requirement::parse(req).operator) {
+        (_, Operator::Gt(bound)) => why_no_node_compares(key, true, bound),
+        (_, Operator::Lt(bound)) => why_no_node_compares(key, false, bound),
+        ("Gt" | "Lt", _) => Some(format!(
+            "{key} {} [{}] matches no node ({} takes exactly one integer value)",
+            req.operator,
+            values.join(", "),
+            req.operator
+        )),
+        ("In" | "NotIn", Operator::Invalid) => Some(format!(
+            "{key} {} [] matches no node ({} takes at least one value)",
+            req.operator, req.operator
+        )),
+        ("Exists" | "DoesNotExist", Operator::Invalid) => Some(format!(
+            "{key} {} [{}] matches no node ({} takes no values)",
+            req.operator,
+            values.join(", "),
+            req.operator
+        )),
+        ("In", _) => {
             let why: Vec<String> = values
                 .iter()
                 .filter_map(|v| why_no_node_carries(key, v))
                 .collect();
             (!why.is_empty()).then(|| why.join(", and "))
         }
-        "DoesNotExist" => Some(format!(
+        ("DoesNotExist", _) => Some(format!(
             "{key} DoesNotExist matches no node (every node carries {key})"
         )),
         _ => Some(format!(

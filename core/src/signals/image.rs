@@ -16,15 +16,20 @@ pub enum ImageOs {
     /// `repository mcr.microsoft.com/windows/servercore`,
     /// `settings windowsImages[0] (registry.example.com/win/*)`.
     Windows {
+        /// The build the reference names, if any.
         build: Option<WindowsBuild>,
+        /// Why, for messages.
         reason: String,
     },
     /// A hint too weak to act on: a repository named after Windows under an owner not
     /// known to publish Windows images (`registry.example.com/team/windows`). Warn only.
     MaybeWindows {
+        /// Why, for messages.
         reason: String,
     },
+    /// A Linux image.
     Linux {
+        /// Why, for messages.
         reason: String,
     },
     /// Multi-platform, unparseable, or nothing in the reference tells.
@@ -39,6 +44,7 @@ pub struct ImageRef<'a> {
     /// Path without registry, e.g. "windows/servercore". Docker Hub names are kept as
     /// written ("nginx" stays "nginx"); classification treats "library/" as implied.
     pub repository: &'a str,
+    /// The tag, without the `:`.
     pub tag: Option<&'a str>,
     /// Everything after '@', e.g. "sha256:...".
     pub digest: Option<&'a str>,

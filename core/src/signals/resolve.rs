@@ -6,28 +6,36 @@ use std::collections::BTreeMap;
 use crate::input::facts::{Facts, ImageFacts, Platform};
 use crate::input::pod::{host_process, PodView};
 use crate::input::settings::{LookupFailure, Settings};
+use crate::scheduling::runtime_class::selector_conflicts;
 use crate::signals::affinity;
 use crate::signals::image::{classify, maybe_windows_warning, ImageOs};
 use crate::signals::platforms::{hosts_of, platforms_placement};
 use crate::vocab::build::WindowsBuild;
 use crate::vocab::constraint::{Builds, Os, Placement};
 use crate::vocab::diagnostics::{Code, Diagnostic};
-use crate::vocab::kinds::push_key;
+use crate::vocab::field_path::push_key;
 use crate::vocab::labels::{
     is_placement_label, nodes_with, selector_placement, why_no_node_carries, BETA_OS_LABEL,
     OS_LABEL,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Which kind of field a signal comes from.
 pub enum Source {
+    /// `spec.os.name`.
     PodOs,
+    /// A `nodeSelector` entry.
     NodeSelector,
     /// `beta.kubernetes.io/os`: read for conflicts, but it does not count
     /// as selecting the OS (nodes may stop carrying it).
     DeprecatedOsSelector,
+    /// Required node affinity.
     Affinity,
+    /// The scheduling of the pod's RuntimeClass.
     RuntimeClass,
+    /// `securityContext.windowsOptions`, of the pod or a container.
     WindowsOptions,
+    /// A container image, by its reference or its registry's platforms.
     Image,
 }
 
@@ -44,6 +52,7 @@ impl Source {
 /// One field that tells which nodes the pod needs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Signal {
+    /// The kind of field.
     pub source: Source,
     /// Field path, relative to the object.
     pub path: String,
@@ -51,6 +60,7 @@ pub struct Signal {
     pub value: String,
     /// Why the value means what it does, when not obvious.
     pub reason: Option<String>,
+    /// The nodes the field admits.
     pub placement: Placement,
     /// The container it comes from, as an index into `PodView::containers`.
     pub container: Option<usize>,
@@ -88,14 +98,19 @@ impl Signal {
 }
 
 #[derive(Debug, Clone)]
+/// Every signal of a pod, where they let it land, and what clashes.
 pub struct Resolution {
+    /// The signals, in the order read.
     pub signals: Vec<Signal>,
     /// Where the pod may land given all signals.
     pub placement: Placement,
+    /// Whether the pod runs HostProcess containers.
     pub host_process: bool,
     /// Windows images whose reference names no build: (path, image).
     pub images_without_build: Vec<(String, String)>,
+    /// Violations: signals no node satisfies, alone or together.
     pub conflicts: Vec<Diagnostic>,
+    /// Findings that do not block admission.
     pub warnings: Vec<Diagnostic>,
     /// An image only may be a Windows image and nothing else tells the OS:
     /// `defaultOS` does not apply, the OS is left open (with a warning).
@@ -278,18 +293,16 @@ impl Found {
         else {
             return;
         };
-        for (key, value) in &rc.scheduling.node_selector {
-            if let Some(own) = pod.node_selector.get(key).filter(|own| *own != value) {
-                self.conflicts.push(Diagnostic::new(
-                    Code::RuntimeClassConflict,
-                    pod.field("nodeSelector").key(key).display(),
-                    format!(
-                        "{own:?} conflicts with RuntimeClass {}: its scheduling.nodeSelector[{key}] is {value:?}",
-                        rc.name
-                    ),
-                    format!("remove {key} from the nodeSelector or use a RuntimeClass that agrees"),
-                ));
-            }
+        for (key, own, value) in selector_conflicts(&pod.node_selector, rc) {
+            self.conflicts.push(Diagnostic::new(
+                Code::RuntimeClassConflict,
+                pod.field("nodeSelector").key(key).display(),
+                format!(
+                    "{own:?} conflicts with RuntimeClass {}: its scheduling.nodeSelector[{key}] is {value:?}",
+                    rc.name
+                ),
+                format!("remove {key} from the nodeSelector or use a RuntimeClass that agrees"),
+            ));
         }
         let placement = selector_placement(&rc.scheduling.node_selector);
         if placement == Placement::anywhere() {

@@ -76,6 +76,7 @@ impl WindowsBuild {
         }
     }
 
+    /// The build `10.0.<build>`.
     pub const fn new(build: u32) -> Self {
         Self(build)
     }

@@ -12,6 +12,7 @@ use crate::vocab::build::WindowsBuild;
 pub struct BuildSet(Vec<WindowsBuild>);
 
 impl BuildSet {
+    /// The empty set.
     pub fn new() -> BuildSet {
         BuildSet(Vec::new())
     }
@@ -27,14 +28,17 @@ impl BuildSet {
         }
     }
 
+    /// Whether the set holds `build`.
     pub fn contains(&self, build: &WindowsBuild) -> bool {
         self.0.binary_search(build).is_ok()
     }
 
+    /// How many builds the set holds.
     pub fn len(&self) -> usize {
         self.0.len()
     }
 
+    /// Whether the set holds no build.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
@@ -109,12 +113,16 @@ impl<'a> IntoIterator for &'a BuildSet {
 /// Windows builds a pod may land on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Builds {
+    /// Every build, known or not.
     Any,
+    /// These builds only.
     Only(BuildSet),
+    /// Every build but these.
     Except(BuildSet),
 }
 
 impl Builds {
+    /// Exactly one build.
     pub fn only(build: WindowsBuild) -> Builds {
         Builds::Only(BuildSet(vec![build]))
     }
@@ -124,6 +132,7 @@ impl Builds {
         Builds::Only(build.compatible_hosts().into_iter().collect())
     }
 
+    /// Whether no build is allowed.
     pub fn is_empty(&self) -> bool {
         matches!(self, Builds::Only(set) if set.is_empty())
     }
@@ -133,6 +142,7 @@ impl Builds {
         self.intersect(&other.complement()).is_empty()
     }
 
+    /// Whether `build` is allowed.
     pub fn allows(&self, build: WindowsBuild) -> bool {
         match self {
             Builds::Any => true,
@@ -149,6 +159,7 @@ impl Builds {
         }
     }
 
+    /// The builds both allow.
     pub fn intersect(&self, other: &Builds) -> Builds {
         use Builds::*;
         match (self, other) {
@@ -159,6 +170,7 @@ impl Builds {
         }
     }
 
+    /// The builds either allows.
     pub fn union(&self, other: &Builds) -> Builds {
         use Builds::*;
         match (self, other) {
@@ -169,6 +181,7 @@ impl Builds {
         }
     }
 
+    /// The builds this does not allow.
     pub fn complement(&self) -> Builds {
         match self {
             Builds::Any => Builds::Only(BuildSet::new()),
@@ -197,12 +210,14 @@ impl fmt::Display for Builds {
 /// The nodes a pod may land on: Linux or not, and Windows of which builds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Placement {
+    /// Whether Linux nodes are allowed.
     pub linux: bool,
     /// `None`: no Windows node.
     pub windows: Option<Builds>,
 }
 
 impl Placement {
+    /// Every node.
     pub fn anywhere() -> Placement {
         Placement {
             linux: true,
@@ -210,6 +225,7 @@ impl Placement {
         }
     }
 
+    /// No node.
     pub fn nowhere() -> Placement {
         Placement {
             linux: false,
@@ -217,6 +233,7 @@ impl Placement {
         }
     }
 
+    /// Linux nodes only.
     pub fn linux() -> Placement {
         Placement {
             linux: true,
@@ -224,6 +241,7 @@ impl Placement {
         }
     }
 
+    /// Windows nodes of these builds only.
     pub fn windows(builds: Builds) -> Placement {
         Placement {
             linux: false,
@@ -239,10 +257,12 @@ impl Placement {
         self
     }
 
+    /// Whether no node is allowed.
     pub fn is_empty(&self) -> bool {
         !self.linux && self.windows.is_none()
     }
 
+    /// Whether some Windows node is allowed.
     pub fn allows_windows(&self) -> bool {
         self.windows.is_some()
     }
@@ -252,6 +272,7 @@ impl Placement {
         (self.linux && other.linux) || (self.windows.is_some() && other.windows.is_some())
     }
 
+    /// The nodes both allow.
     pub fn intersect(&self, other: &Placement) -> Placement {
         Placement {
             linux: self.linux && other.linux,
@@ -263,6 +284,7 @@ impl Placement {
         .normalised()
     }
 
+    /// The nodes either allows.
     pub fn union(&self, other: &Placement) -> Placement {
         Placement {
             linux: self.linux || other.linux,
@@ -299,8 +321,11 @@ impl fmt::Display for Placement {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// An operating system, as the `kubernetes.io/os` label names it.
 pub enum Os {
+    /// `linux`
     Linux,
+    /// `windows`
     Windows,
 }
 
@@ -313,6 +338,7 @@ impl Os {
         }
     }
 
+    /// The OS of a label value; case-sensitive, as labels are.
     pub fn from_label(value: &str) -> Option<Os> {
         match value {
             "linux" => Some(Os::Linux),
@@ -321,6 +347,7 @@ impl Os {
         }
     }
 
+    /// The nodes of this OS (any Windows build).
     pub fn placement(self) -> Placement {
         match self {
             Os::Linux => Placement::linux(),

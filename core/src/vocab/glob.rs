@@ -42,16 +42,25 @@ impl Token {
 pub enum GlobError {
     /// The pattern is empty.
     Empty,
-    /// A `[` at this position has no closing `]`.
-    UnclosedClass { position: usize },
-    /// The class opened at this position contains no character (`[]`, `[!]`).
-    EmptyClass { position: usize },
+    /// A `[` has no closing `]`.
+    UnclosedClass {
+        /// Where the `[` is.
+        position: usize,
+    },
+    /// A class contains no character (`[]`, `[!]`).
+    EmptyClass {
+        /// Where the class opens.
+        position: usize,
+    },
     /// The pattern ends with a lone `\`.
     TrailingEscape,
     /// A class range whose start is after its end, e.g. `[z-a]`.
     ReversedRange {
+        /// Where the range is.
         position: usize,
+        /// Its first character.
         start: char,
+        /// Its last character.
         end: char,
     },
 }

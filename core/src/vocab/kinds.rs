@@ -1,150 +1,134 @@
-//! The kinds the policy handles and where each keeps its pod spec.
+//! The kinds the policy handles, their API group and where each keeps its
+//! pod spec: one table, so a new kind is one row.
 
-use crate::vocab::patch::push_escaped;
-
+/// A kind whose objects carry a pod spec the policy places.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    /// `v1` Pod: the pod spec at `spec`.
     Pod,
+    /// `apps/v1` Deployment.
     Deployment,
+    /// `apps/v1` ReplicaSet.
     ReplicaSet,
+    /// `apps/v1` StatefulSet.
     StatefulSet,
+    /// `apps/v1` DaemonSet.
     DaemonSet,
+    /// `v1` ReplicationController.
     ReplicationController,
+    /// `batch/v1` Job.
     Job,
+    /// `batch/v1` CronJob: the pod spec at `spec.jobTemplate.spec.template.spec`.
     CronJob,
 }
 
+/// One row of the kinds table.
+struct KindRow {
+    kind: Kind,
+    name: &'static str,
+    group: &'static str,
+    pod_spec: &'static [&'static str],
+}
+
+const TEMPLATE: &[&str] = &["spec", "template", "spec"];
+
+/// Every kind the policy handles (the kinds `metadata.yml` rules select),
+/// with its API group (`""` for the core group) and pod-spec path.
+const KINDS: &[KindRow] = &[
+    KindRow {
+        kind: Kind::Pod,
+        name: "Pod",
+        group: "",
+        pod_spec: &["spec"],
+    },
+    KindRow {
+        kind: Kind::Deployment,
+        name: "Deployment",
+        group: "apps",
+        pod_spec: TEMPLATE,
+    },
+    KindRow {
+        kind: Kind::ReplicaSet,
+        name: "ReplicaSet",
+        group: "apps",
+        pod_spec: TEMPLATE,
+    },
+    KindRow {
+        kind: Kind::StatefulSet,
+        name: "StatefulSet",
+        group: "apps",
+        pod_spec: TEMPLATE,
+    },
+    KindRow {
+        kind: Kind::DaemonSet,
+        name: "DaemonSet",
+        group: "apps",
+        pod_spec: TEMPLATE,
+    },
+    KindRow {
+        kind: Kind::ReplicationController,
+        name: "ReplicationController",
+        group: "",
+        pod_spec: TEMPLATE,
+    },
+    KindRow {
+        kind: Kind::Job,
+        name: "Job",
+        group: "batch",
+        pod_spec: TEMPLATE,
+    },
+    KindRow {
+        kind: Kind::CronJob,
+        name: "CronJob",
+        group: "batch",
+        pod_spec: &["spec", "jobTemplate", "spec", "template", "spec"],
+    },
+];
+
+/// The kinds, as messages list them.
 pub const SUPPORTED_KINDS: &str =
     "Pod, Deployment, ReplicaSet, StatefulSet, DaemonSet, ReplicationController, Job, CronJob";
 
 impl Kind {
+    /// Every kind the policy handles, in the table's order.
+    pub fn all() -> impl Iterator<Item = Kind> {
+        KINDS.iter().map(|row| row.kind)
+    }
+
+    /// The kind of `kind.kind` as the API spells it (case-sensitive).
     pub fn parse(kind: &str) -> Option<Kind> {
-        Some(match kind {
-            "Pod" => Kind::Pod,
-            "Deployment" => Kind::Deployment,
-            "ReplicaSet" => Kind::ReplicaSet,
-            "StatefulSet" => Kind::StatefulSet,
-            "DaemonSet" => Kind::DaemonSet,
-            "ReplicationController" => Kind::ReplicationController,
-            "Job" => Kind::Job,
-            "CronJob" => Kind::CronJob,
-            _ => return None,
-        })
+        KINDS
+            .iter()
+            .find(|row| row.name == kind)
+            .map(|row| row.kind)
+    }
+
+    /// The kind's row; every variant has one (a test checks).
+    fn row(self) -> Option<&'static KindRow> {
+        KINDS.iter().find(|row| row.kind == self)
+    }
+
+    /// The kind's name, e.g. `Deployment`.
+    pub fn name(self) -> &'static str {
+        self.row().map_or("", |row| row.name)
     }
 
     /// The API group the kind belongs to (`""` for the core group), as in
     /// its `apiVersion` (`apps/v1`, `batch/v1`, `v1`).
     pub fn api_group(self) -> &'static str {
-        match self {
-            Kind::Pod | Kind::ReplicationController => "",
-            Kind::Deployment | Kind::ReplicaSet | Kind::StatefulSet | Kind::DaemonSet => "apps",
-            Kind::Job | Kind::CronJob => "batch",
-        }
+        self.row().map_or("", |row| row.group)
     }
 
     /// Fields leading from the object to its pod spec.
     pub fn pod_spec_fields(self) -> &'static [&'static str] {
-        match self {
-            Kind::Pod => &["spec"],
-            Kind::CronJob => &["spec", "jobTemplate", "spec", "template", "spec"],
-            _ => &["spec", "template", "spec"],
-        }
-    }
-}
-
-/// A field path in both forms: for messages and as a JSON Pointer.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct FieldPath {
-    display: String,
-    pointer: String,
-}
-
-impl FieldPath {
-    pub fn root() -> FieldPath {
-        FieldPath::default()
-    }
-
-    pub fn field(&self, name: &str) -> FieldPath {
-        FieldPath {
-            display: self.field_text(name),
-            pointer: self.child_pointer(name),
-        }
-    }
-
-    pub fn index(&self, i: usize) -> FieldPath {
-        let digits = i.to_string();
-        let mut display = String::with_capacity(self.display.len() + 2 + digits.len());
-        display.push_str(&self.display);
-        display.push('[');
-        display.push_str(&digits);
-        display.push(']');
-        FieldPath {
-            display,
-            pointer: self.child_pointer(&digits),
-        }
-    }
-
-    /// A map entry: `nodeSelector[kubernetes.io/os]`.
-    pub fn key(&self, key: &str) -> FieldPath {
-        let mut display = String::with_capacity(self.display.len() + 2 + key.len());
-        display.push_str(&self.display);
-        push_key(&mut display, key);
-        FieldPath {
-            display,
-            pointer: self.child_pointer(key),
-        }
-    }
-
-    /// Only the message form of `self.field(name)`, for what is never
-    /// patched (signals, diagnostics). `name` may hold dots: `os.name`.
-    pub fn field_text(&self, name: &str) -> String {
-        let mut display = String::with_capacity(self.display.len() + 1 + name.len());
-        display.push_str(&self.display);
-        if !display.is_empty() {
-            display.push('.');
-        }
-        display.push_str(name);
-        display
-    }
-
-    fn child_pointer(&self, token: &str) -> String {
-        let mut pointer = String::with_capacity(self.pointer.len() + 1 + token.len());
-        pointer.push_str(&self.pointer);
-        pointer.push('/');
-        push_escaped(&mut pointer, token);
-        pointer
-    }
-
-    pub fn display(&self) -> &str {
-        &self.display
-    }
-
-    pub fn pointer(&self) -> &str {
-        &self.pointer
-    }
-}
-
-/// Appends a map entry's `[key]` to a message path, quoted when the key
-/// holds a control character or `]`, so one violation stays on one line.
-pub fn push_key(display: &mut String, key: &str) {
-    display.push('[');
-    if key.chars().any(|c| c.is_control() || c == ']') {
-        display.push_str(&format!("{key:?}"));
-    } else {
-        display.push_str(key);
-    }
-    display.push(']');
-}
-
-impl std::fmt::Display for FieldPath {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.display)
+        self.row().map_or(&[], |row| row.pod_spec)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::vocab::field_path::FieldPath;
 
     #[test]
     fn paths_render_for_messages_and_pointers() {
@@ -166,6 +150,27 @@ mod tests {
             spec.field("containers").index(2).display(),
             "spec.jobTemplate.spec.template.spec.containers[2]"
         );
+    }
+
+    #[test]
+    fn every_kind_has_one_row_and_the_message_lists_them_all() {
+        let names: Vec<&str> = Kind::all().map(Kind::name).collect();
+        assert_eq!(names.join(", "), SUPPORTED_KINDS);
+        for kind in Kind::all() {
+            assert_eq!(Kind::parse(kind.name()), Some(kind));
+        }
+        for kind in [
+            Kind::Pod,
+            Kind::Deployment,
+            Kind::ReplicaSet,
+            Kind::StatefulSet,
+            Kind::DaemonSet,
+            Kind::ReplicationController,
+            Kind::Job,
+            Kind::CronJob,
+        ] {
+            assert!(kind.row().is_some(), "{kind:?}");
+        }
     }
 
     #[test]

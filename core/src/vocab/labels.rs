@@ -9,6 +9,8 @@ use crate::vocab::constraint::{Builds, Os, Placement};
 pub const OS_LABEL: &str = "kubernetes.io/os";
 pub const BETA_OS_LABEL: &str = "beta.kubernetes.io/os";
 pub const WINDOWS_BUILD_LABEL: &str = "node.kubernetes.io/windows-build";
+/// The node's CPU architecture, set by the kubelet (`amd64`, `arm64`, ...).
+pub const ARCH_LABEL: &str = "kubernetes.io/arch";
 /// AKS node image family, e.g. `Windows2022`, `Ubuntu`.
 pub const AKS_OS_SKU_LABEL: &str = "kubernetes.azure.com/os-sku";
 /// GKE Windows node pools, e.g. `2022`.

@@ -5,6 +5,7 @@
 pub mod build;
 pub mod constraint;
 pub mod diagnostics;
+pub mod field_path;
 pub mod glob;
 pub mod isolation;
 pub mod kinds;

@@ -83,6 +83,7 @@ pub fn pointer_child(pointer: &str, token: &str) -> String {
 /// Why an operation could not be applied; a bug guard, never expected.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PatchError {
+    /// The JSON Pointer of the operation that failed.
     pub path: String,
 }
 

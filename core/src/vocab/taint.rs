@@ -2,17 +2,27 @@
 
 use std::fmt;
 
-/// The taint carried by Windows nodes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+use serde::{Deserialize, Serialize};
+
+/// The taint effects the API accepts (`core/v1` `TaintEffect`).
+pub const TAINT_EFFECTS: &[&str] = &["NoSchedule", "PreferNoSchedule", "NoExecute"];
+
+/// One taint of a node, or the taint the settings say a kind of node carries.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Taint {
+    /// Taint key, e.g. `os` or `node.kubernetes.io/os`.
     pub key: String,
+    /// Taint value; empty when unset.
+    #[serde(default)]
     pub value: String,
+    /// `NoSchedule`, `PreferNoSchedule` or `NoExecute`.
     pub effect: String,
 }
 
 impl Taint {
     /// Whether the scheduler keeps untolerating pods off tainted nodes:
-    /// `PreferNoSchedule` is only a scoring preference.
+    /// `PreferNoSchedule` is only a scoring preference (TaintToleration
+    /// filters on `NoSchedule` and `NoExecute` only).
     pub fn keeps_pods_off(&self) -> bool {
         matches!(self.effect.as_str(), "NoSchedule" | "NoExecute")
     }
