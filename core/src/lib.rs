@@ -28,13 +28,13 @@ pub use input::facts::{
     ClusterRuntimeClass, Facts, ImageFacts, Needs, NodeFacts, Platform, RuntimeClassFacts,
     SchedulingFacts,
 };
-pub use input::image_rule::ImageRule;
 pub use input::node::{pools_from_value, Node};
 pub use input::pod::{ContainerList, ContainerView, PodView};
 pub use input::review::{locate_pod_spec, Operation, Review};
+pub use input::settings::schema::{FieldSchema, Shape};
 pub use input::settings::{
-    DefaultOs, ImageLookup, LookupFailure, NodeInventory, RuntimeClass, Scheduling, Settings,
-    SettingsError, SETTING_KEYS,
+    DefaultOs, ImageLookup, ImageRule, LookupFailure, NodeInventory, RuntimeClass, Scheduling,
+    Settings, SettingsError, TaintSetting, SETTING_KEYS,
 };
 
 // What the rules read from a pod, for tools that explain a decision.

@@ -16,7 +16,7 @@ pub fn complete<'s>(settings: &'s Settings, facts: &Facts) -> Cow<'s, Settings> 
     let adds_class = facts.runtime_classes.iter().any(|(name, found)| {
         matches!(found, RuntimeClassFacts::Found(_)) && settings.runtime_class(name).is_none()
     });
-    if !adds_class && !settings.windows_taint_from_nodes {
+    if !adds_class && !settings.windows_taint.reads_nodes() {
         // Image platforms and a node list alone change no setting.
         return Cow::Borrowed(settings);
     }
@@ -36,8 +36,8 @@ pub fn complete<'s>(settings: &'s Settings, facts: &Facts) -> Cow<'s, Settings> 
             }
         }
     }
-    if settings.windows_taint_from_nodes {
-        completed.windows_taint = facts.listed_nodes().and_then(windows_taint);
+    if settings.windows_taint.reads_nodes() {
+        completed.windows_taint = facts.listed_nodes().and_then(windows_taint).into();
     }
     Cow::Owned(completed)
 }

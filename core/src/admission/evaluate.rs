@@ -552,7 +552,7 @@ fn running_placement(pod: &PodView<'_>, settings: &Settings, signalled: Placemen
     if signalled.os().is_some() {
         return signalled;
     }
-    let kept_off_windows = settings.windows_taint.as_ref().is_some_and(|taint| {
+    let kept_off_windows = settings.windows_taint().is_some_and(|taint| {
         taint.keeps_pods_off() && !pod.tolerations.iter().any(|t| tolerates(t, taint))
     });
     let defaulted = settings.default_os == DefaultOs::Linux

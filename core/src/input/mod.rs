@@ -2,7 +2,6 @@
 //! the facts an adapter gathered outside the request, as plain data.
 
 pub mod facts;
-pub mod image_rule;
 pub mod node;
 pub mod pod;
 pub mod review;

@@ -6,7 +6,8 @@ use k8s_openapi::api::core::v1::Toleration;
 use serde_json::{json, Map, Value};
 
 use crate::input::pod::PodView;
-use crate::input::settings::{DefaultOs, RuntimeClass, Settings, Taint};
+use crate::input::settings::{DefaultOs, RuntimeClass, Settings};
+use crate::vocab::taint::Taint;
 use crate::placement::selection::{bound_to_node, os_undetermined, other_selections};
 use crate::placement::windows_rules::{forbidden_fields, host_process_rules};
 use crate::scheduling::runtime_class::{added_tolerations, PodScheduling};
@@ -192,7 +193,7 @@ fn windows_missing(
             why: format!("the pod runs Windows containers ({because}) but does not select kubernetes.io/os: windows (a nodeSelector, which EKS needs to give Windows pods an IP)"),
         });
     }
-    if let Some(taint) = &settings.windows_taint {
+    if let Some(taint) = settings.windows_taint() {
         if !tolerations.iter().any(|t| tolerates(t, taint)) {
             missing.push(Missing::Toleration {
                 taint: taint.clone(),
@@ -359,7 +360,7 @@ fn linux_missing(
     }
     // Built only when the pod lacks something: most pods lack nothing.
     let because = || first_reason(resolution, Os::Linux);
-    let why = match &settings.windows_taint {
+    let why = match settings.windows_taint() {
         None => format!("the pod runs Linux containers ({}) but selects no OS and Windows nodes are not tainted, so it can land on a Windows node", because()),
         Some(taint) if !taint.keeps_pods_off() => format!("the pod runs Linux containers ({}) but selects no OS, and the Windows taint {taint} only prefers to keep pods off, so it can land on a Windows node", because()),
         Some(taint) => match tolerations.iter().find(|t| tolerates(t, taint)) {

@@ -107,7 +107,7 @@ fn term_selection(term: &NodeSelectorTerm) -> Option<String> {
 fn points_at_windows(t: &Toleration, settings: &Settings) -> bool {
     let key = t.key.as_deref().unwrap_or("");
     let value = t.value.as_deref().unwrap_or("");
-    let names_taint = settings.windows_taint.as_ref().is_some_and(|taint| {
+    let names_taint = settings.windows_taint().is_some_and(|taint| {
         !key.is_empty()
             && key == taint.key
             && (t.operator.as_deref() == Some("Exists") || value == taint.value)

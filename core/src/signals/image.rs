@@ -5,7 +5,7 @@
 //! When in doubt the answer is `Unknown` (or `MaybeWindows`, which only warns): a wrong
 //! OS or build would make a pod unschedulable.
 
-pub use crate::input::image_rule::ImageRule;
+pub use crate::input::settings::ImageRule;
 use crate::vocab::build::WindowsBuild;
 use crate::vocab::diagnostics::{Code, Diagnostic};
 

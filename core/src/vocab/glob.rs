@@ -6,7 +6,8 @@
 use std::fmt;
 
 /// A compiled glob pattern.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The default is the empty pattern, which matches only the empty text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Glob {
     source: String,
     tokens: Vec<Token>,

@@ -15,14 +15,6 @@ pub fn json_type_name(value: &Value) -> &'static str {
     }
 }
 
-/// A JSON value for messages: strings and numbers quoted, other types named.
-pub fn describe(value: &Value) -> String {
-    match value {
-        Value::String(s) => format!("the string {s:?}"),
-        Value::Number(n) => format!("the number {n}"),
-        other => json_type_name(other).to_string(),
-    }
-}
 
 /// Characters of a host error quoted in a diagnostic: with the field path,
 /// the image and the fix, the line must stay within the API server's limit.

@@ -7,6 +7,7 @@
 )]
 
 use super::*;
+use crate::vocab::build::WindowsBuild;
 use serde_json::json;
 
 fn ok(v: Value) -> Settings {
@@ -54,7 +55,7 @@ fn eks_taint() -> Taint {
 fn assert_defaults(s: &Settings) {
     assert!(s.mutate);
     assert_eq!(s.default_os, DefaultOs::Linux);
-    assert_eq!(s.windows_taint, None);
+    assert_eq!(s.windows_taint(), None);
     assert!(s.pin_windows_build);
     assert!(!s.set_pod_os);
     assert!(!s.prefer_runtime_class);
@@ -81,7 +82,7 @@ fn default_impl_matches_parsed_empty_settings() {
 
 #[test]
 fn default_windows_taint_is_none_so_no_taint_is_assumed() {
-    assert_eq!(ok(json!({})).windows_taint, None);
+    assert_eq!(ok(json!({})).windows_taint(), None);
 }
 
 #[test]
@@ -117,7 +118,7 @@ fn every_key_is_parsed() {
     }));
     assert!(!s.mutate);
     assert_eq!(s.default_os, DefaultOs::None);
-    assert_eq!(s.windows_taint, Some(eks_taint()));
+    assert_eq!(s.windows_taint(), Some(&eks_taint()));
     assert!(!s.pin_windows_build);
     assert!(s.set_pod_os);
     assert!(s.prefer_runtime_class);
@@ -339,7 +340,10 @@ fn default_os_other_than_linux_or_none_is_rejected() {
 
 #[test]
 fn windows_taint_null_means_untainted() {
-    assert_eq!(ok(json!({"windowsTaint": null})).windows_taint, None);
+    assert_eq!(
+        ok(json!({"windowsTaint": null})).windows_taint,
+        TaintSetting::Untainted
+    );
 }
 
 #[test]
@@ -348,7 +352,7 @@ fn windows_taint_gke_key_is_accepted() {
         json!({"windowsTaint": {"key": "node.kubernetes.io/os", "value": "windows", "effect": "NoSchedule"}}),
     );
     assert_eq!(
-        s.windows_taint.map(|t| t.key),
+        s.windows_taint().map(|t| t.key.clone()),
         Some("node.kubernetes.io/os".to_string())
     );
 }
@@ -357,8 +361,8 @@ fn windows_taint_gke_key_is_accepted() {
 fn windows_taint_value_is_optional() {
     let s = ok(json!({"windowsTaint": {"key": "os", "effect": "NoExecute"}}));
     assert_eq!(
-        s.windows_taint,
-        Some(Taint {
+        s.windows_taint(),
+        Some(&Taint {
             key: "os".into(),
             value: String::new(),
             effect: "NoExecute".into()
@@ -370,7 +374,10 @@ fn windows_taint_value_is_optional() {
 fn windows_taint_accepts_every_effect() {
     for effect in ["NoSchedule", "PreferNoSchedule", "NoExecute"] {
         let s = ok(json!({"windowsTaint": {"key": "os", "value": "windows", "effect": effect}}));
-        assert_eq!(s.windows_taint.map(|t| t.effect), Some(effect.to_string()));
+        assert_eq!(
+            s.windows_taint().map(|t| t.effect.clone()),
+            Some(effect.to_string())
+        );
     }
 }
 
@@ -639,8 +646,13 @@ fn toleration_equal_with_empty_key_is_rejected() {
 fn toleration_with_wrong_types_is_rejected() {
     toleration_problem(
         json!({"key": "os", "operator": "Exists", "tolerationSeconds": "soon"}),
-        "",
-        &["is not a toleration"],
+        ".tolerationSeconds",
+        &["expected an integer", "\"soon\""],
+    );
+    toleration_problem(
+        json!({"key": 7, "operator": "Exists"}),
+        ".key",
+        &["expected a string", "the number 7"],
     );
 }
 
@@ -864,14 +876,14 @@ fn context_settings_default_to_undecided_lookups_and_no_node_check() {
     assert_eq!(s.image_lookup, ImageLookup::Undecided);
     assert_eq!(s.lookup_failure, LookupFailure::Warn);
     assert_eq!(s.node_inventory, NodeInventory::Off);
-    assert!(!s.windows_taint_from_nodes);
+    assert!(!s.windows_taint.reads_nodes());
     let s = ok(json!({"imageLookup": "always", "lookupFailure": "reject",
         "nodeInventory": "warn", "windowsTaint": "fromNodes",
         "windowsBuilds": ["10.0.17763", "10.0.20348"]}));
     assert_eq!(s.image_lookup, ImageLookup::Always);
     assert_eq!(s.lookup_failure, LookupFailure::Reject);
     assert_eq!(s.node_inventory, NodeInventory::Warn);
-    assert!(s.windows_taint_from_nodes && s.windows_taint.is_none());
+    assert!(s.windows_taint.reads_nodes() && s.windows_taint().is_none());
     assert_eq!(s.windows_builds.len(), 2);
 }
 
@@ -912,4 +924,92 @@ fn bad_context_settings_name_the_field_and_the_choices() {
         "runtimeClasses[0].isolation",
         &["\"process\" or \"hyperv\""],
     );
+}
+
+// ---- one declaration ----
+
+#[test]
+fn misspelt_keys_name_the_nearest_known_key() {
+    one_problem(
+        json!({"windowTaint": null}),
+        "windowTaint",
+        &["did you mean windowsTaint?", "known keys here are"],
+    );
+    one_problem(
+        json!({"runtimeClasses": [rc("w", json!({"nodeSelecter": {}}))]}),
+        "runtimeClasses[0].scheduling.nodeSelecter",
+        &["did you mean nodeSelector?"],
+    );
+    let far = message(json!({"bogus": 1}));
+    assert!(!far.contains("did you mean"), "{far}");
+}
+
+#[test]
+fn bytes_and_values_read_alike() {
+    for v in [
+        json!({"mutate": false, "windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"}}),
+        json!({"mutate": "no", "windowsTaint": {"key": "a b", "effect": "Never"}, "x": 1}),
+        json!(null),
+        json!([1]),
+    ] {
+        let bytes = serde_json::to_vec(&v).unwrap();
+        let from_bytes = Settings::from_slice(&bytes).map(|s| s.to_json());
+        let from_value = Settings::from_value(&v).map(|s| s.to_json());
+        assert_eq!(from_bytes, from_value, "{v}");
+    }
+    let broken = Settings::from_slice(b"{\"mutate\": tru").unwrap_err();
+    assert_eq!(broken.problems.len(), 1);
+    assert!(broken.to_string().starts_with("settings: not valid JSON"), "{broken}");
+    let trailing = Settings::from_slice(b"{} {}").unwrap_err();
+    assert!(trailing.to_string().contains("not valid JSON"), "{trailing}");
+}
+
+#[test]
+fn schema_describes_every_key_with_its_default() {
+    let schema = Settings::schema();
+    let keys: Vec<&str> = schema.iter().map(|f| f.key).collect();
+    assert_eq!(keys, SETTING_KEYS);
+    let defaults = Settings::default().to_json();
+    for field in &schema {
+        assert!(!field.description.is_empty(), "{}", field.key);
+        assert_eq!(Some(&field.default), defaults.get(field.key), "{}", field.key);
+    }
+    // Defaults read back as the defaults.
+    assert_eq!(Settings::from_value(&defaults).unwrap().to_json(), defaults);
+    let taint = schema.iter().find(|f| f.key == "windowsTaint").unwrap();
+    let Shape::OneOf { options } = &taint.shape else {
+        panic!("{:?}", taint.shape)
+    };
+    let Some(Shape::Object { fields }) = options.last() else {
+        panic!("{options:?}")
+    };
+    let required: Vec<&str> = fields.iter().filter(|f| f.required).map(|f| f.key).collect();
+    assert_eq!(required, ["key", "effect"]);
+}
+
+#[test]
+fn every_setting_round_trips_through_json() {
+    let full = json!({
+        "mutate": false, "defaultOS": "none",
+        "windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"},
+        "pinWindowsBuild": false, "setPodOS": true, "preferRuntimeClass": true,
+        "runtimeClasses": [{"name": "w", "handler": "runhcs-wcow-process", "isolation": "process",
+            "scheduling": {"nodeSelector": {"kubernetes.io/os": "windows"},
+                "tolerations": [{"key": "os", "operator": "Exists", "effect": "NoSchedule"}]}}],
+        "windowsImages": [{"pattern": "r/*", "windowsBuild": "10.0.17763"}],
+        "imageLookup": "always", "lookupFailure": "reject", "nodeInventory": "warn",
+        "windowsBuilds": ["10.0.20348"]
+    });
+    let written = ok(full.clone()).to_json();
+    assert_eq!(ok(written.clone()).to_json(), written);
+    let defaults = Settings::default().to_json();
+    for key in SETTING_KEYS {
+        // With the classes, as preferRuntimeClass needs them.
+        let alone = |v: &Value| {
+            ok(json!({ *key: v[*key].clone(), "runtimeClasses": full["runtimeClasses"] }))
+                .to_json()
+        };
+        assert_eq!(alone(&written), alone(&full), "{key}");
+        assert_ne!(written[*key], defaults[*key], "{key} left at its default");
+    }
 }
