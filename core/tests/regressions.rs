@@ -1,17 +1,9 @@
 //! Regression tests for what the fuzz targets, the property tests and the
 //! hostile-input tests found, each named after the bug.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
-mod common;
 
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 
 const WINDOWS: &str = "mcr.microsoft.com/windows/servercore:ltsc2022";

@@ -7,7 +7,6 @@ use serde_json::{json, Map, Value};
 
 use crate::input::pod::PodView;
 use crate::input::settings::{DefaultOs, RuntimeClass, Settings};
-use crate::vocab::taint::Taint;
 use crate::placement::selection::{bound_to_node, os_undetermined, other_selections};
 use crate::placement::windows_rules::{forbidden_fields, host_process_rules};
 use crate::scheduling::runtime_class::{added_tolerations, PodScheduling};
@@ -20,6 +19,7 @@ use crate::vocab::constraint::{BuildSet, Builds, Os};
 use crate::vocab::diagnostics::{Code, Diagnostic};
 use crate::vocab::labels::{selector_placement, OS_LABEL, WINDOWS_BUILD_LABEL};
 use crate::vocab::patch::{pointer_child, AddOp};
+use crate::vocab::taint::Taint;
 
 /// The outcome for one pod spec.
 #[derive(Debug, Default)]

@@ -15,7 +15,6 @@ pub fn json_type_name(value: &Value) -> &'static str {
     }
 }
 
-
 /// Characters of a host error quoted in a diagnostic: with the field path,
 /// the image and the fix, the line must stay within the API server's limit.
 const QUOTED_ERROR_CHARS: usize = 48;

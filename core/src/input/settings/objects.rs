@@ -54,7 +54,12 @@ impl Validate for Settings {
             );
         }
         for (i, class) in self.runtime_classes.iter().enumerate() {
-            if self.runtime_classes.iter().take(i).any(|c| c.name == class.name) {
+            if self
+                .runtime_classes
+                .iter()
+                .take(i)
+                .any(|c| c.name == class.name)
+            {
                 at.field("runtimeClasses").index(i).problem_at(
                     "name",
                     format_args!(

@@ -36,7 +36,10 @@ impl<'p> At<'p> {
             path.push('.');
         }
         path.push_str(key);
-        At { path, problems: self.problems }
+        At {
+            path,
+            problems: self.problems,
+        }
     }
 
     /// An item of the list at this path: `runtimeClasses[0]`.
@@ -51,7 +54,10 @@ impl<'p> At<'p> {
     pub fn entry(&self, key: &str) -> At<'p> {
         let mut path = self.path.clone();
         push_key(&mut path, key);
-        At { path, problems: self.problems }
+        At {
+            path,
+            problems: self.problems,
+        }
     }
 
     /// The path, `settings` at the root.

@@ -49,7 +49,8 @@ impl From<Option<Taint>> for TaintSetting {
 }
 
 impl SettingValue for TaintSetting {
-    const EXPECTED: &'static str = "an object {key, value, effect}, \"fromNodes\" (read from the nodes) or null";
+    const EXPECTED: &'static str =
+        "an object {key, value, effect}, \"fromNodes\" (read from the nodes) or null";
 
     fn shape() -> Shape {
         Shape::OneOf {
@@ -103,22 +104,31 @@ settings_object! {
 impl Validate for TaintFields {
     fn validate(&self, at: &At<'_>) {
         if !is_qualified_name(&self.key) {
-            at.problem_at("key", format_args!(
+            at.problem_at(
+                "key",
+                format_args!(
                 "{:?} is not a valid taint key (a label key such as os or node.kubernetes.io/os)",
                 self.key
-            ));
+            ),
+            );
         }
         if !is_label_value(&self.value) {
-            at.problem_at("value", format_args!(
-                "{:?} is not a valid taint value (up to 63 letters, digits, '-', '_', '.')",
-                self.value
-            ));
+            at.problem_at(
+                "value",
+                format_args!(
+                    "{:?} is not a valid taint value (up to 63 letters, digits, '-', '_', '.')",
+                    self.value
+                ),
+            );
         }
         if !TAINT_EFFECTS.contains(&self.effect.as_str()) {
-            at.problem_at("effect", format_args!(
-                "{:?} is not a taint effect: use NoSchedule, PreferNoSchedule or NoExecute",
-                self.effect
-            ));
+            at.problem_at(
+                "effect",
+                format_args!(
+                    "{:?} is not a taint effect: use NoSchedule, PreferNoSchedule or NoExecute",
+                    self.effect
+                ),
+            );
         }
     }
 }

@@ -959,9 +959,15 @@ fn bytes_and_values_read_alike() {
     }
     let broken = Settings::from_slice(b"{\"mutate\": tru").unwrap_err();
     assert_eq!(broken.problems.len(), 1);
-    assert!(broken.to_string().starts_with("settings: not valid JSON"), "{broken}");
+    assert!(
+        broken.to_string().starts_with("settings: not valid JSON"),
+        "{broken}"
+    );
     let trailing = Settings::from_slice(b"{} {}").unwrap_err();
-    assert!(trailing.to_string().contains("not valid JSON"), "{trailing}");
+    assert!(
+        trailing.to_string().contains("not valid JSON"),
+        "{trailing}"
+    );
 }
 
 #[test]
@@ -972,7 +978,12 @@ fn schema_describes_every_key_with_its_default() {
     let defaults = Settings::default().to_json();
     for field in &schema {
         assert!(!field.description.is_empty(), "{}", field.key);
-        assert_eq!(Some(&field.default), defaults.get(field.key), "{}", field.key);
+        assert_eq!(
+            Some(&field.default),
+            defaults.get(field.key),
+            "{}",
+            field.key
+        );
     }
     // Defaults read back as the defaults.
     assert_eq!(Settings::from_value(&defaults).unwrap().to_json(), defaults);
@@ -983,7 +994,11 @@ fn schema_describes_every_key_with_its_default() {
     let Some(Shape::Object { fields }) = options.last() else {
         panic!("{options:?}")
     };
-    let required: Vec<&str> = fields.iter().filter(|f| f.required).map(|f| f.key).collect();
+    let required: Vec<&str> = fields
+        .iter()
+        .filter(|f| f.required)
+        .map(|f| f.key)
+        .collect();
     assert_eq!(required, ["key", "effect"]);
 }
 
@@ -1006,8 +1021,7 @@ fn every_setting_round_trips_through_json() {
     for key in SETTING_KEYS {
         // With the classes, as preferRuntimeClass needs them.
         let alone = |v: &Value| {
-            ok(json!({ *key: v[*key].clone(), "runtimeClasses": full["runtimeClasses"] }))
-                .to_json()
+            ok(json!({ *key: v[*key].clone(), "runtimeClasses": full["runtimeClasses"] })).to_json()
         };
         assert_eq!(alone(&written), alone(&full), "{key}");
         assert_ne!(written[*key], defaults[*key], "{key} left at its default");

@@ -209,9 +209,7 @@ impl SettingValue for WindowsBuild {
     }
 
     fn from_str(s: &str, at: &At<'_>) -> Option<WindowsBuild> {
-        WindowsBuild::parse_label(s)
-            .map_err(|e| at.problem(e))
-            .ok()
+        WindowsBuild::parse_label(s).map_err(|e| at.problem(e)).ok()
     }
 }
 
