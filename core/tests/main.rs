@@ -11,6 +11,7 @@ mod common;
 mod props;
 
 mod api;
+mod architecture;
 mod corpus;
 mod do_no_harm;
 mod facts;

@@ -1,8 +1,8 @@
 //! `settings_object!`: declares a settings object once — each key with its
 //! field, type, default and doc comment — and generates the struct, its
 //! `Default`, its key list, its reader (unknown keys named with the nearest
-//! known one, required keys checked, then the object's own `Validate`
-//! step), its JSON form and its schema.
+//! known one, then each key in declaration order, required keys checked,
+//! then the object's own `Validate` step), its JSON form and its schema.
 
 /// Checks a settings object once all its keys are read.
 pub trait Validate {
@@ -71,38 +71,34 @@ macro_rules! settings_object {
                 serde_json::Value::Object(map)
             }
 
-            fn from_map<'de, A: serde::de::MapAccess<'de>>(
-                mut map: A,
+            fn read(
+                value: &serde_json::Value,
                 at: &$crate::input::settings::read::At<'_>,
-            ) -> Result<Option<Self>, A::Error> {
+            ) -> Option<Self> {
                 use $crate::input::settings::declare::Validate as _;
-                use $crate::input::settings::read::{unknown_key, Seed};
+                let Some(map) = value.as_object() else {
+                    return $crate::input::settings::read::wrong(Self::EXPECTED, value, at);
+                };
+                $crate::input::settings::read::unknown_keys(map, at, Self::KEYS);
                 let mut out = Self::default();
-                let mut seen: Vec<&'static str> = Vec::new();
                 let mut complete = true;
-                while let Some(key) = map.next_key::<String>()? {
-                    match key.as_str() {
-                        $(
-                            $key => {
-                                seen.push($key);
-                                match map.next_value_seed(Seed::<$ty>::new(&at.field($key)))? {
-                                    Some(value) => out.$field = value,
-                                    None => complete = false,
-                                }
-                            }
-                        )*
-                        other => {
-                            unknown_key(at, other, Self::KEYS);
-                            map.next_value::<serde::de::IgnoredAny>()?;
-                        }
+                $(
+                    match map.get($key) {
+                        Some(value) => match <$ty as $crate::input::settings::read::SettingValue>::read(
+                            value,
+                            &at.field($key),
+                        ) {
+                            Some(read) => out.$field = read,
+                            None => complete = false,
+                        },
+                        None => settings_object!(@missing at, complete, $key $(, $req)?),
                     }
-                }
-                $( settings_object!(@check_required seen, at, complete, $key $(, $req)?); )*
+                )*
                 if !complete {
-                    return Ok(None);
+                    return None;
                 }
                 out.validate(at);
-                Ok(Some(out))
+                Some(out)
             }
         }
     };
@@ -112,13 +108,11 @@ macro_rules! settings_object {
         <$ty as $crate::input::settings::read::SettingValue>::to_json(&$default)
     };
     (@default $ty:ty, $default:expr, $req:literal) => { serde_json::Value::Null };
-    (@check_required $seen:ident, $at:ident, $complete:ident, $key:literal) => {};
-    (@check_required $seen:ident, $at:ident, $complete:ident, $key:literal, $req:literal) => {
-        if !$seen.contains(&$key) {
-            $at.problem_at($key, $req);
-            $complete = false;
-        }
-    };
+    (@missing $at:ident, $complete:ident, $key:literal) => {{}};
+    (@missing $at:ident, $complete:ident, $key:literal, $req:literal) => {{
+        $at.problem_at($key, $req);
+        $complete = false;
+    }};
 }
 
 pub(crate) use settings_object;

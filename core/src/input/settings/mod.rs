@@ -16,7 +16,6 @@ mod tests;
 use std::cell::RefCell;
 use std::fmt;
 
-use serde::de::DeserializeSeed;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -26,7 +25,7 @@ pub use taints::TaintSetting;
 use crate::vocab::diagnostics::{render, Code, Diagnostic};
 use crate::vocab::isolation::{handler_is_hyperv, Isolation};
 use crate::vocab::taint::Taint;
-use read::{At, Seed, SettingValue};
+use read::{At, SettingValue};
 use schema::{FieldSchema, Shape};
 
 /// What a pod with no OS signal gets.
@@ -126,7 +125,13 @@ pub const SETTING_KEYS: &[&str] = Settings::KEYS;
 impl Settings {
     /// Reads settings from a JSON value; `null` means all defaults.
     pub fn from_value(value: &Value) -> Result<Settings, SettingsError> {
-        Settings::read(value)
+        let problems = RefCell::new(Vec::new());
+        let read = Root::read(value, &At::root(&problems));
+        let problems = problems.into_inner();
+        match read {
+            Some(Root(settings)) if problems.is_empty() => Ok(settings),
+            _ => Err(SettingsError { problems }),
+        }
     }
 
     /// Reads settings from JSON text; `null` means all defaults.
@@ -134,31 +139,17 @@ impl Settings {
         Settings::from_slice(text.as_bytes())
     }
 
-    /// Reads settings straight from JSON bytes, without building a tree.
+    /// Reads settings from JSON bytes; `null` means all defaults.
     pub fn from_slice(bytes: &[u8]) -> Result<Settings, SettingsError> {
-        let mut source = serde_json::Deserializer::from_slice(bytes);
-        let read = Settings::read(&mut source);
-        match source.end() {
-            Ok(()) => read,
-            Err(e) => Err(not_json(&e)),
-        }
-    }
-
-    /// Reads settings from any serde source: every problem is collected;
-    /// a source that fails (not JSON) is one problem.
-    pub fn read<'de, D: serde::Deserializer<'de>>(source: D) -> Result<Settings, SettingsError>
-    where
-        D::Error: fmt::Display,
-    {
-        let problems = RefCell::new(Vec::new());
-        let root = At::root(&problems);
-        let read = Seed::<Root>::new(&root).deserialize(source);
-        let problems = problems.into_inner();
-        match read {
-            Err(e) => Err(not_json(&e)),
-            Ok(Some(Root(settings))) if problems.is_empty() => Ok(settings),
-            Ok(_) => Err(SettingsError { problems }),
-        }
+        let value: Value = serde_json::from_slice(bytes).map_err(|e| SettingsError {
+            problems: vec![Diagnostic::new(
+                Code::InvalidSetting,
+                "settings",
+                format!("not valid JSON: {e}"),
+                "",
+            )],
+        })?;
+        Settings::from_value(&value)
     }
 
     /// The RuntimeClass of that name, if the settings declare it.
@@ -186,17 +177,6 @@ impl Settings {
     }
 }
 
-fn not_json(e: &dyn fmt::Display) -> SettingsError {
-    SettingsError {
-        problems: vec![Diagnostic::new(
-            Code::InvalidSetting,
-            "settings",
-            format!("not valid JSON: {e}"),
-            "",
-        )],
-    }
-}
-
 /// The settings root: an object, or `null` for all defaults.
 struct Root(Settings);
 
@@ -211,14 +191,10 @@ impl SettingValue for Root {
         self.0.to_json()
     }
 
-    fn from_null(_: &At<'_>) -> Option<Root> {
-        Some(Root(Settings::default()))
-    }
-
-    fn from_map<'de, A: serde::de::MapAccess<'de>>(
-        map: A,
-        at: &At<'_>,
-    ) -> Result<Option<Root>, A::Error> {
-        Ok(Settings::from_map(map, at)?.map(Root))
+    fn read(value: &Value, at: &At<'_>) -> Option<Root> {
+        match value {
+            Value::Null => Some(Root(Settings::default())),
+            _ => Settings::read(value, at).map(Root),
+        }
     }
 }

@@ -3,11 +3,10 @@
 //! as the API server's `ValidateTolerations` checks them.
 
 use k8s_openapi::api::core::v1::Toleration;
-use serde::de::MapAccess;
 use serde_json::Value;
 
 use crate::input::settings::declare::{settings_object, Validate};
-use crate::input::settings::read::{At, Got, SettingValue};
+use crate::input::settings::read::{wrong, At, SettingValue};
 use crate::input::settings::schema::Shape;
 use crate::vocab::names::{is_label_value, is_qualified_name};
 use crate::vocab::taint::{Taint, TAINT_EFFECTS};
@@ -70,20 +69,13 @@ impl SettingValue for TaintSetting {
         }
     }
 
-    fn from_null(_: &At<'_>) -> Option<TaintSetting> {
-        Some(TaintSetting::Untainted)
-    }
-
-    fn from_str(s: &str, at: &At<'_>) -> Option<TaintSetting> {
-        if s == FROM_NODES {
-            return Some(TaintSetting::FromNodes);
+    fn read(value: &Value, at: &At<'_>) -> Option<TaintSetting> {
+        match value {
+            Value::Null => Some(TaintSetting::Untainted),
+            Value::String(s) if s == FROM_NODES => Some(TaintSetting::FromNodes),
+            Value::Object(_) => TaintFields::read(value, at).map(|t| TaintSetting::Taint(t.into())),
+            _ => wrong(Self::EXPECTED, value, at),
         }
-        at.wrong(Self::EXPECTED, Got::Str(s));
-        None
-    }
-
-    fn from_map<'de, A: MapAccess<'de>>(map: A, at: &At<'_>) -> Result<Option<Self>, A::Error> {
-        Ok(TaintFields::from_map(map, at)?.map(|t| TaintSetting::Taint(t.into())))
     }
 }
 
@@ -218,13 +210,13 @@ impl SettingValue for Toleration {
         .to_json()
     }
 
-    fn from_map<'de, A: MapAccess<'de>>(map: A, at: &At<'_>) -> Result<Option<Self>, A::Error> {
-        Ok(TolerationFields::from_map(map, at)?.map(|t| Toleration {
+    fn read(value: &Value, at: &At<'_>) -> Option<Self> {
+        TolerationFields::read(value, at).map(|t| Toleration {
             key: t.key,
             operator: t.operator,
             value: t.value,
             effect: t.effect,
             toleration_seconds: t.toleration_seconds,
-        }))
+        })
     }
 }

@@ -4,10 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use serde::de::{MapAccess, SeqAccess};
 use serde_json::Value;
 
-use crate::input::settings::read::{At, Got, Number, Seed, SettingValue};
+use crate::input::settings::read::{wrong, At, SettingValue};
 use crate::input::settings::schema::Shape;
 use crate::vocab::build::WindowsBuild;
 use crate::vocab::glob::Glob;
@@ -25,8 +24,11 @@ impl SettingValue for bool {
         Value::Bool(*self)
     }
 
-    fn from_bool(b: bool, _: &At<'_>) -> Option<bool> {
-        Some(b)
+    fn read(value: &Value, at: &At<'_>) -> Option<bool> {
+        match value {
+            Value::Bool(b) => Some(*b),
+            _ => wrong(Self::EXPECTED, value, at),
+        }
     }
 }
 
@@ -41,8 +43,11 @@ impl SettingValue for String {
         Value::String(self.clone())
     }
 
-    fn from_str(s: &str, _: &At<'_>) -> Option<String> {
-        Some(s.to_string())
+    fn read(value: &Value, at: &At<'_>) -> Option<String> {
+        match value {
+            Value::String(s) => Some(s.clone()),
+            _ => wrong(Self::EXPECTED, value, at),
+        }
     }
 }
 
@@ -57,17 +62,10 @@ impl SettingValue for i64 {
         Value::from(*self)
     }
 
-    fn from_number(n: Number, at: &At<'_>) -> Option<i64> {
-        match n {
-            Number::Signed(n) => Some(n),
-            Number::Unsigned(n) => i64::try_from(n).ok().or_else(|| {
-                at.problem(format_args!("{n} is too large"));
-                None
-            }),
-            Number::Float(_) => {
-                at.wrong(Self::EXPECTED, Got::Number(&n));
-                None
-            }
+    fn read(value: &Value, at: &At<'_>) -> Option<i64> {
+        match value.as_i64() {
+            Some(n) => Some(n),
+            None => wrong(Self::EXPECTED, value, at),
         }
     }
 }
@@ -84,28 +82,11 @@ impl<T: SettingValue> SettingValue for Option<T> {
         self.as_ref().map_or(Value::Null, T::to_json)
     }
 
-    fn from_null(_: &At<'_>) -> Option<Self> {
-        Some(None)
-    }
-
-    fn from_bool(b: bool, at: &At<'_>) -> Option<Self> {
-        T::from_bool(b, at).map(Some)
-    }
-
-    fn from_number(n: Number, at: &At<'_>) -> Option<Self> {
-        T::from_number(n, at).map(Some)
-    }
-
-    fn from_str(s: &str, at: &At<'_>) -> Option<Self> {
-        T::from_str(s, at).map(Some)
-    }
-
-    fn from_seq<'de, A: SeqAccess<'de>>(seq: A, at: &At<'_>) -> Result<Option<Self>, A::Error> {
-        Ok(T::from_seq(seq, at)?.map(Some))
-    }
-
-    fn from_map<'de, A: MapAccess<'de>>(map: A, at: &At<'_>) -> Result<Option<Self>, A::Error> {
-        Ok(T::from_map(map, at)?.map(Some))
+    fn read(value: &Value, at: &At<'_>) -> Option<Self> {
+        match value {
+            Value::Null => Some(None),
+            value => T::read(value, at).map(Some),
+        }
     }
 }
 
@@ -124,20 +105,18 @@ impl<T: SettingValue> SettingValue for Vec<T> {
         Value::Array(self.iter().map(T::to_json).collect())
     }
 
-    fn from_null(_: &At<'_>) -> Option<Self> {
-        Some(Vec::new())
-    }
-
-    fn from_seq<'de, A: SeqAccess<'de>>(mut seq: A, at: &At<'_>) -> Result<Option<Self>, A::Error> {
-        let mut items = Vec::new();
-        for index in 0.. {
-            match seq.next_element_seed(Seed::<T>::new(&at.index(index)))? {
-                None => break,
-                Some(Some(item)) => items.push(item),
-                Some(None) => {}
+    fn read(value: &Value, at: &At<'_>) -> Option<Self> {
+        match value {
+            Value::Null => Some(Vec::new()),
+            Value::Array(items) => {
+                let mut read = Vec::with_capacity(items.len());
+                for (i, item) in items.iter().enumerate() {
+                    read.extend(T::read(item, &at.index(i)));
+                }
+                Some(read)
             }
+            _ => wrong(Self::EXPECTED, value, at),
         }
-        Ok(Some(items))
     }
 }
 
@@ -159,24 +138,25 @@ impl SettingValue for BTreeMap<String, String> {
         )
     }
 
-    fn from_null(_: &At<'_>) -> Option<Self> {
-        Some(BTreeMap::new())
-    }
-
-    fn from_map<'de, A: MapAccess<'de>>(mut map: A, at: &At<'_>) -> Result<Option<Self>, A::Error> {
+    fn read(value: &Value, at: &At<'_>) -> Option<Self> {
+        let map = match value {
+            Value::Null => return Some(BTreeMap::new()),
+            Value::Object(map) => map,
+            _ => return wrong(Self::EXPECTED, value, at),
+        };
         let mut entries = BTreeMap::new();
-        while let Some(key) = map.next_key::<String>()? {
-            let entry = at.entry(&key);
-            let Some(value) = map.next_value_seed(Seed::<String>::new(&entry))? else {
+        for (key, value) in map {
+            let entry = at.entry(key);
+            let Some(value) = String::read(value, &entry) else {
                 continue;
             };
-            if !is_qualified_name(&key) {
+            if !is_qualified_name(key) {
                 entry.problem("is not a valid label key");
             }
-            check_selector_value(&entry, &key, &value);
-            entries.insert(key, value);
+            check_selector_value(&entry, key, &value);
+            entries.insert(key.clone(), value);
         }
-        Ok(Some(entries))
+        Some(entries)
     }
 }
 
@@ -208,8 +188,11 @@ impl SettingValue for WindowsBuild {
         Value::String(self.to_string())
     }
 
-    fn from_str(s: &str, at: &At<'_>) -> Option<WindowsBuild> {
-        WindowsBuild::parse_label(s).map_err(|e| at.problem(e)).ok()
+    fn read(value: &Value, at: &At<'_>) -> Option<WindowsBuild> {
+        match value {
+            Value::String(s) => WindowsBuild::parse_label(s).map_err(|e| at.problem(e)).ok(),
+            _ => wrong(Self::EXPECTED, value, at),
+        }
     }
 }
 
@@ -227,8 +210,11 @@ impl SettingValue for Glob {
         Value::String(self.as_str().to_string())
     }
 
-    fn from_str(s: &str, at: &At<'_>) -> Option<Glob> {
-        Glob::new(s).map_err(|e| at.problem(e)).ok()
+    fn read(value: &Value, at: &At<'_>) -> Option<Glob> {
+        match value {
+            Value::String(s) => Glob::new(s).map_err(|e| at.problem(e)).ok(),
+            _ => wrong(Self::EXPECTED, value, at),
+        }
     }
 }
 
@@ -250,21 +236,35 @@ macro_rules! word_setting {
                 serde_json::Value::String(word.to_string())
             }
 
-            fn from_str(s: &str, at: &$crate::input::settings::read::At<'_>) -> Option<Self> {
-                match s {
-                    $($word => Some($value),)+
-                    other => {
-                        let words: &[&str] = &[$(concat!("\"", $word, "\"")),+];
-                        at.problem(format_args!(
-                            "{other:?} is not supported: use {}",
-                            $crate::input::settings::values::one_of(words)
-                        ));
-                        None
-                    }
-                }
+            fn read(
+                value: &serde_json::Value,
+                at: &$crate::input::settings::read::At<'_>,
+            ) -> Option<Self> {
+                const WORDS: &[&str] = &[$($word),+];
+                const VALUES: &[$ty] = &[$($value),+];
+                $crate::input::settings::values::read_word(value, at, WORDS)
+                    .and_then(|i| VALUES.get(i).copied())
             }
         }
     };
+}
+
+/// The index of the word `value` holds among `words`; a problem naming
+/// the words otherwise.
+pub fn read_word(value: &Value, at: &At<'_>, words: &[&str]) -> Option<usize> {
+    let Some(word) = value.as_str() else {
+        return wrong("a string", value, at);
+    };
+    let found = words.iter().position(|w| *w == word);
+    if found.is_none() {
+        let quoted: Vec<String> = words.iter().map(|w| format!("{w:?}")).collect();
+        let quoted: Vec<&str> = quoted.iter().map(String::as_str).collect();
+        at.problem(format_args!(
+            "{word:?} is not supported: use {}",
+            one_of(&quoted)
+        ));
+    }
+    found
 }
 
 pub(crate) use word_setting;
