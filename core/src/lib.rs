@@ -17,9 +17,9 @@ mod signals;
 mod vocab;
 
 // The decision.
+pub use admission::decision::{Decision, MAX_WARNING_CHARS};
 pub use admission::evaluate::{
     evaluate, evaluate_request, evaluate_request_with_facts, evaluate_with_facts, Admission,
-    Decision, MAX_WARNING_CHARS,
 };
 pub use admission::needs::{needs, needs_request};
 

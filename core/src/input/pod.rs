@@ -102,20 +102,7 @@ impl<'a> PodView<'a> {
             .object("os")
             .and_then(|os| field_str(os, &path.field("os"), "name", reader.problems));
         let node_selector = reader.string_map("nodeSelector");
-        let required_affinity = reader
-            .object("affinity")
-            .and_then(|a| {
-                nested_object(a, &path.field("affinity"), "nodeAffinity", reader.problems)
-            })
-            .and_then(|na| {
-                let na_path = path.field("affinity").field("nodeAffinity");
-                typed::<NodeSelector>(
-                    na,
-                    &na_path,
-                    "requiredDuringSchedulingIgnoredDuringExecution",
-                    reader.problems,
-                )
-            });
+        let required_affinity = reader.required_affinity();
         let tolerations = reader.typed_list::<Toleration>("tolerations");
         let runtime_class_name = reader.str("runtimeClassName");
         let node_name = reader.str("nodeName").filter(|n| !n.is_empty());
@@ -179,6 +166,23 @@ struct FieldReader<'a, 'p> {
 }
 
 impl<'a> FieldReader<'a, '_> {
+    /// `affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution`.
+    fn required_affinity(&mut self) -> Option<NodeSelector> {
+        let affinity_path = self.path.field("affinity");
+        let node_affinity = nested_object(
+            self.object("affinity")?,
+            &affinity_path,
+            "nodeAffinity",
+            self.problems,
+        )?;
+        typed::<NodeSelector>(
+            node_affinity,
+            &affinity_path.field("nodeAffinity"),
+            "requiredDuringSchedulingIgnoredDuringExecution",
+            self.problems,
+        )
+    }
+
     fn object(&mut self, name: &str) -> Option<&'a Map<String, Value>> {
         nested_object(self.raw, self.path, name, self.problems)
     }

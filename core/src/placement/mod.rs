@@ -2,8 +2,11 @@
 //! the pod's own node choices, the Windows API rules, ownership of added
 //! entries, the node inventory check and the landing picture.
 
+pub mod builds;
 pub mod inventory;
 pub mod landing;
+pub mod missing;
+pub mod ops;
 pub mod ownership;
 pub mod plan;
 pub mod selection;
