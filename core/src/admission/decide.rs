@@ -4,6 +4,7 @@
 
 use serde_json::Value;
 
+use crate::admission::context::lookup_warnings;
 use crate::admission::decision::{planned, Decision};
 use crate::admission::needs::ReadPod;
 use crate::input::facts::{Facts, RuntimeClassFacts};
