@@ -67,70 +67,150 @@ impl AksImage {
     }
 }
 
+/// What one known node label says about the nodes carrying it. One row per
+/// label: a new platform label is one row.
+struct KnownLabel {
+    key: &'static str,
+    /// The nodes carrying `key=value` (none for a value it never takes).
+    with_value: fn(&str) -> Placement,
+    /// The nodes carrying the key at all.
+    with_key: fn() -> Placement,
+    /// The nodes whose value, read as an integer, is greater (`true`) or
+    /// less than the bound (`Gt`/`Lt`).
+    compared: fn(bool, i64) -> Placement,
+    /// The values nodes do carry, for messages about one they do not.
+    known_values: fn(&str) -> String,
+    /// A typical value, for messages.
+    example: &'static str,
+}
+
+/// Every label that tells something about OS or build.
+const KNOWN_LABELS: &[KnownLabel] = &[
+    KnownLabel {
+        key: OS_LABEL,
+        with_value: os_nodes,
+        with_key: Placement::anywhere,
+        compared: never,
+        known_values: |_| "nodes carry linux or windows, in lower case".to_string(),
+        example: "linux",
+    },
+    KnownLabel {
+        key: BETA_OS_LABEL,
+        with_value: os_nodes,
+        with_key: Placement::anywhere,
+        compared: never,
+        known_values: |_| "nodes carry linux or windows, in lower case".to_string(),
+        example: "linux",
+    },
+    KnownLabel {
+        key: WINDOWS_BUILD_LABEL,
+        with_value: build_nodes,
+        with_key: any_windows,
+        compared: never,
+        known_values: build_label_hint,
+        example: "10.0.20348",
+    },
+    KnownLabel {
+        key: AKS_OS_SKU_LABEL,
+        with_value: aks_nodes,
+        with_key: Placement::anywhere,
+        compared: never,
+        known_values: |value| {
+            with_spelling(
+                value,
+                AKS_OS_SKUS.iter().map(|(sku, _)| *sku),
+                "AKS values are case-sensitive:",
+            )
+        },
+        example: "Windows2022",
+    },
+    KnownLabel {
+        key: GKE_WINDOWS_VERSION_LABEL,
+        with_value: gke_nodes,
+        with_key: any_windows,
+        compared: gke_compared,
+        known_values: |value| {
+            with_spelling(
+                value,
+                GKE_WINDOWS_VERSIONS.iter().map(|(year, _)| *year),
+                "GKE Windows nodes carry",
+            )
+        },
+        example: "2022",
+    },
+];
+
+fn known(key: &str) -> Option<&'static KnownLabel> {
+    KNOWN_LABELS.iter().find(|label| label.key == key)
+}
+
+fn os_nodes(value: &str) -> Placement {
+    Os::from_label(value)
+        .map(Os::placement)
+        .unwrap_or_else(Placement::nowhere)
+}
+
+fn build_nodes(value: &str) -> Placement {
+    match WindowsBuild::parse_label(value) {
+        Ok(build) => Placement::windows(Builds::only(build)),
+        Err(_) => Placement::nowhere(),
+    }
+}
+
+fn aks_nodes(value: &str) -> Placement {
+    AKS_OS_SKUS
+        .iter()
+        .find(|(sku, _)| *sku == value)
+        .map(|(_, image)| image.placement())
+        .unwrap_or_else(Placement::nowhere)
+}
+
+fn gke_nodes(value: &str) -> Placement {
+    GKE_WINDOWS_VERSIONS
+        .iter()
+        .find(|(year, _)| *year == value)
+        .map(|(_, build)| Placement::windows(Builds::only(*build)))
+        .unwrap_or_else(Placement::nowhere)
+}
+
+fn any_windows() -> Placement {
+    Placement::windows(Builds::Any)
+}
+
+/// Values that never parse as integers never compare.
+fn never(_: bool, _: i64) -> Placement {
+    Placement::nowhere()
+}
+
+fn gke_compared(greater: bool, bound: i64) -> Placement {
+    let passes = |n: i64| if greater { n > bound } else { n < bound };
+    let builds = GKE_WINDOWS_VERSIONS
+        .iter()
+        .filter(|(year, _)| year.parse::<i64>().is_ok_and(passes))
+        .map(|(_, build)| *build)
+        .collect();
+    Placement::windows(Builds::Only(builds))
+}
+
 /// Whether a label key tells anything about OS or build.
 pub fn is_placement_label(key: &str) -> bool {
-    matches!(
-        key,
-        OS_LABEL
-            | BETA_OS_LABEL
-            | WINDOWS_BUILD_LABEL
-            | AKS_OS_SKU_LABEL
-            | GKE_WINDOWS_VERSION_LABEL
-    )
+    known(key).is_some()
 }
 
 /// The nodes carrying `key=value`; `None` when the key says nothing about
 /// placement. A value the label never takes gives no node.
 pub fn nodes_with(key: &str, value: &str) -> Option<Placement> {
-    match key {
-        OS_LABEL | BETA_OS_LABEL => Some(
-            Os::from_label(value)
-                .map(Os::placement)
-                .unwrap_or_else(Placement::nowhere),
-        ),
-        WINDOWS_BUILD_LABEL => Some(match WindowsBuild::parse_label(value) {
-            Ok(build) => Placement::windows(Builds::only(build)),
-            Err(_) => Placement::nowhere(),
-        }),
-        AKS_OS_SKU_LABEL => Some(
-            AKS_OS_SKUS
-                .iter()
-                .find(|(sku, _)| *sku == value)
-                .map(|(_, image)| image.placement())
-                .unwrap_or_else(Placement::nowhere),
-        ),
-        GKE_WINDOWS_VERSION_LABEL => Some(
-            GKE_WINDOWS_VERSIONS
-                .iter()
-                .find(|(year, _)| *year == value)
-                .map(|(_, build)| Placement::windows(Builds::only(*build)))
-                .unwrap_or_else(Placement::nowhere),
-        ),
-        _ => None,
-    }
+    known(key).map(|label| (label.with_value)(value))
 }
 
 /// Why no node carries `key=value`, naming the values nodes do carry;
 /// `None` when some node may carry it.
 pub fn why_no_node_carries(key: &str, value: &str) -> Option<String> {
-    if !nodes_with(key, value)?.is_empty() {
+    let label = known(key)?;
+    if !(label.with_value)(value).is_empty() {
         return None;
     }
-    let known = match key {
-        OS_LABEL | BETA_OS_LABEL => "nodes carry linux or windows, in lower case".to_string(),
-        WINDOWS_BUILD_LABEL => build_label_hint(value),
-        AKS_OS_SKU_LABEL => with_spelling(
-            value,
-            AKS_OS_SKUS.iter().map(|(sku, _)| *sku),
-            "AKS values are case-sensitive:",
-        ),
-        GKE_WINDOWS_VERSION_LABEL => with_spelling(
-            value,
-            GKE_WINDOWS_VERSIONS.iter().map(|(year, _)| *year),
-            "GKE Windows nodes carry",
-        ),
-        _ => return None,
-    };
+    let known = (label.known_values)(value);
     Some(format!("no node carries {key}={value} ({known})"))
 }
 
@@ -161,49 +241,26 @@ fn build_label_hint(value: &str) -> String {
 /// (apimachinery labels.Requirement.Matches). `None` when the key says
 /// nothing about placement.
 pub fn nodes_compared(key: &str, greater: bool, bound: i64) -> Option<Placement> {
-    let passes = |n: i64| if greater { n > bound } else { n < bound };
-    match key {
-        // These values never parse as integers, so they never compare.
-        OS_LABEL | BETA_OS_LABEL | WINDOWS_BUILD_LABEL | AKS_OS_SKU_LABEL => {
-            Some(Placement::nowhere())
-        }
-        GKE_WINDOWS_VERSION_LABEL => {
-            let builds = GKE_WINDOWS_VERSIONS
-                .iter()
-                .filter(|(year, _)| year.parse::<i64>().is_ok_and(passes))
-                .map(|(_, build)| *build)
-                .collect();
-            Some(Placement::windows(Builds::Only(builds)))
-        }
-        _ => None,
-    }
+    known(key).map(|label| (label.compared)(greater, bound))
 }
 
 /// Why `key Gt/Lt bound` matches no node; `None` when some node may match.
 pub fn why_no_node_compares(key: &str, greater: bool, bound: i64) -> Option<String> {
-    if !nodes_compared(key, greater, bound)?.is_empty() {
+    let label = known(key)?;
+    if !(label.compared)(greater, bound).is_empty() {
         return None;
     }
     let op = if greater { "Gt" } else { "Lt" };
-    let why = match key {
-        GKE_WINDOWS_VERSION_LABEL => {
-            let years: Vec<&str> = GKE_WINDOWS_VERSIONS.iter().map(|(y, _)| *y).collect();
-            format!("GKE Windows nodes carry {}", years.join(", "))
-        }
-        _ => format!(
+    let why = if key == GKE_WINDOWS_VERSION_LABEL {
+        let years: Vec<&str> = GKE_WINDOWS_VERSIONS.iter().map(|(y, _)| *y).collect();
+        format!("GKE Windows nodes carry {}", years.join(", "))
+    } else {
+        format!(
             "{op} compares integers, and {key} values such as {} are not integers",
-            example_value(key)
-        ),
+            label.example
+        )
     };
     Some(format!("{key} {op} {bound} matches no node ({why})"))
-}
-
-fn example_value(key: &str) -> &'static str {
-    match key {
-        WINDOWS_BUILD_LABEL => "10.0.20348",
-        AKS_OS_SKU_LABEL => "Windows2022",
-        _ => "linux",
-    }
 }
 
 /// The nodes a whole nodeSelector admits, as far as placement labels go.
@@ -216,21 +273,18 @@ pub fn selector_placement(selector: &BTreeMap<String, String>) -> Placement {
 
 /// The nodes that carry the label key at all.
 pub fn nodes_with_key(key: &str) -> Option<Placement> {
-    match key {
-        // Every node has an OS label.
-        OS_LABEL | BETA_OS_LABEL | AKS_OS_SKU_LABEL => Some(Placement::anywhere()),
-        WINDOWS_BUILD_LABEL | GKE_WINDOWS_VERSION_LABEL => Some(Placement::windows(Builds::Any)),
-        _ => None,
-    }
+    known(key).map(|label| (label.with_key)())
 }
 
-/// The nodes lacking the label key.
+/// The nodes lacking the label key: those the key's nodes leave out.
 pub fn nodes_without_key(key: &str) -> Option<Placement> {
-    match key {
-        OS_LABEL | BETA_OS_LABEL | AKS_OS_SKU_LABEL => Some(Placement::nowhere()),
-        WINDOWS_BUILD_LABEL | GKE_WINDOWS_VERSION_LABEL => Some(Placement::linux()),
-        _ => None,
-    }
+    nodes_with_key(key).map(|with| {
+        if with == Placement::anywhere() {
+            Placement::nowhere()
+        } else {
+            Placement::linux()
+        }
+    })
 }
 
 #[cfg(test)]
