@@ -17,6 +17,7 @@ mod do_no_harm;
 mod facts;
 mod image_references;
 mod kinds;
+mod linux_taint;
 mod missed_mutants;
 mod no_panic;
 mod ownership;

@@ -6,7 +6,8 @@ use std::borrow::Cow;
 use crate::input::facts::{Facts, NodeFacts, RuntimeClassFacts};
 use crate::input::pod::PodView;
 use crate::input::settings::{RuntimeClass, Scheduling, Settings};
-use crate::scheduling::taints::windows_taint;
+use crate::scheduling::taints::os_taint;
+use crate::vocab::constraint::Os;
 use crate::vocab::diagnostics::{Code, Diagnostic};
 use crate::vocab::text::short;
 
@@ -16,7 +17,7 @@ pub fn complete<'s>(settings: &'s Settings, facts: &Facts) -> Cow<'s, Settings> 
     let adds_class = facts.runtime_classes.iter().any(|(name, found)| {
         matches!(found, RuntimeClassFacts::Found(_)) && settings.runtime_class(name).is_none()
     });
-    if !adds_class && !settings.windows_taint.reads_nodes() {
+    if !adds_class && !settings.taints_from_nodes() {
         // Image platforms and a node list alone change no setting.
         return Cow::Borrowed(settings);
     }
@@ -36,8 +37,12 @@ pub fn complete<'s>(settings: &'s Settings, facts: &Facts) -> Cow<'s, Settings> 
             }
         }
     }
+    let read = |os: Os| facts.listed_nodes().and_then(|nodes| os_taint(nodes, os)).into();
     if settings.windows_taint.reads_nodes() {
-        completed.windows_taint = facts.listed_nodes().and_then(windows_taint).into();
+        completed.windows_taint = read(Os::Windows);
+    }
+    if settings.linux_taint.reads_nodes() {
+        completed.linux_taint = read(Os::Linux);
     }
     Cow::Owned(completed)
 }
@@ -67,7 +72,7 @@ pub fn lookup_warnings(pod: &PodView<'_>, settings: &Settings, facts: &Facts) ->
         notes.push(Diagnostic::new(
             Code::LookupFailed,
             pod.path.display(),
-            format!("the cluster's Nodes could not be read from the cluster ({}), so no node check was made and windowsTaint fromNodes means no taint", short(error)),
+            format!("the cluster's Nodes could not be read from the cluster ({}), so no node check was made and a taint read fromNodes is none", short(error)),
             "list Node in the policy's contextAwareResources",
         ));
     }

@@ -58,7 +58,7 @@ pub(crate) fn needs_reading<'a>(
             needs.runtime_classes.push(name.to_string());
         }
     }
-    needs.nodes = settings.node_inventory.reads_nodes() || settings.windows_taint.reads_nodes();
+    needs.nodes = settings.node_inventory.reads_nodes() || settings.taints_from_nodes();
     let (images, resolution) = images_to_look_up(&pod, settings);
     needs.images = images;
     (needs, Some(ReadPod { pod, resolution }))

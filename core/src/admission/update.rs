@@ -12,7 +12,7 @@ use crate::input::settings::{DefaultOs, Settings};
 use crate::placement::selection::other_selections;
 use crate::scheduling::taints::tolerates;
 use crate::signals::resolve::{pair_conflict, resolve_with, Resolution, Signal};
-use crate::vocab::constraint::Placement;
+use crate::vocab::constraint::{Builds, Os, Placement};
 use crate::vocab::diagnostics::{Code, Diagnostic};
 use crate::vocab::kinds::Kind;
 
@@ -95,18 +95,23 @@ fn running_placement(pod: &PodView<'_>, settings: &Settings, signalled: Placemen
     if signalled.os().is_some() {
         return signalled;
     }
-    let kept_off_windows = settings.windows_taint().is_some_and(|taint| {
-        taint.keeps_pods_off() && !pod.tolerations.iter().any(|t| tolerates(t, taint))
-    });
+    let kept_off = |os: Os| {
+        settings.taint_of(os).is_some_and(|taint| {
+            taint.keeps_pods_off() && !pod.tolerations.iter().any(|t| tolerates(t, taint))
+        })
+    };
     let defaulted = settings.default_os == DefaultOs::Linux
         && other_selections(pod, settings)
             .iter()
             .all(|s| s.path == pod.field("nodeName").display());
-    if kept_off_windows || defaulted {
-        signalled.intersect(&Placement::linux())
-    } else {
-        signalled
+    let mut placement = signalled;
+    if kept_off(Os::Windows) || defaulted {
+        placement = placement.intersect(&Placement::linux());
     }
+    if kept_off(Os::Linux) {
+        placement = placement.intersect(&Placement::windows(Builds::Any));
+    }
+    placement
 }
 
 pub(crate) fn pod_template_unchanged(review: &Review<'_>, kind: Kind, spec: &Value) -> bool {

@@ -32,6 +32,8 @@ pub enum Missing {
     Toleration {
         /// The taint to tolerate.
         taint: Taint,
+        /// The finding when it is not added.
+        code: Code,
         /// Why the pod needs it.
         why: String,
     },

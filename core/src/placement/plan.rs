@@ -96,7 +96,7 @@ fn missing_fields(
     let scheduling = PodScheduling::of(pod, own_rc);
     let mut missing = match os {
         Os::Windows => windows_missing(pod, resolution, settings, &scheduling, cluster, plan),
-        Os::Linux => linux_missing(resolution, settings, &scheduling.tolerations),
+        Os::Linux => linux_missing(pod, resolution, settings, &scheduling.tolerations, plan),
     };
     if settings.set_pod_os && pod.os_name.is_none() {
         missing.push(Missing::PodOs(os));
@@ -194,16 +194,7 @@ fn windows_missing(
             why: format!("the pod runs Windows containers ({because}) but does not select kubernetes.io/os: windows (a nodeSelector, which EKS needs to give Windows pods an IP)"),
         });
     }
-    if let Some(taint) = settings.windows_taint() {
-        if !tolerations.iter().any(|t| tolerates(t, taint)) {
-            missing.push(Missing::Toleration {
-                taint: taint.clone(),
-                why: format!("the Windows pod does not tolerate the Windows node taint {taint}"),
-            });
-        }
-        plan.violations
-            .extend(expiring_toleration(pod, tolerations, taint));
-    }
+    missing.extend(own_toleration(pod, Os::Windows, settings, tolerations, plan));
     let pins = settings.pin_windows_build && !resolution.host_process;
     let node_builds = resolution.node_placement().windows.unwrap_or(Builds::Any);
     let known = resolution.image_builds() != Builds::Any;
@@ -223,10 +214,37 @@ fn windows_missing(
     missing
 }
 
-/// A `NoExecute` Windows taint evicts a pod whose matching tolerations set
+/// The toleration of the taint nodes of `os` carry, when the pod lacks it;
+/// a `NoExecute` taint it tolerates for a while only is a violation.
+fn own_toleration(
+    pod: &PodView<'_>,
+    os: Os,
+    settings: &Settings,
+    tolerations: &[&Toleration],
+    plan: &mut Plan,
+) -> Option<Missing> {
+    let taint = settings.taint_of(os)?;
+    plan.violations
+        .extend(expiring_toleration(pod, os, tolerations, taint));
+    if tolerations.iter().any(|t| tolerates(t, taint)) {
+        return None;
+    }
+    let code = match os {
+        Os::Windows => Code::MissingWindowsToleration,
+        Os::Linux => Code::MissingLinuxToleration,
+    };
+    Some(Missing::Toleration {
+        taint: taint.clone(),
+        code,
+        why: format!("the {os} pod does not tolerate the {os} node taint {taint}"),
+    })
+}
+
+/// A `NoExecute` taint evicts a pod whose matching tolerations set
 /// `tolerationSeconds`: the shortest one counts, so only removing it helps.
 fn expiring_toleration(
     pod: &PodView<'_>,
+    os: Os,
     tolerations: &[&Toleration],
     taint: &Taint,
 ) -> Option<Diagnostic> {
@@ -238,18 +256,34 @@ fn expiring_toleration(
     Some(Diagnostic::new(
         Code::TolerationExpires,
         path.display(),
-        format!("the Windows pod tolerates the NoExecute taint {taint} for only {seconds} s, so it is evicted from every Windows node after that (the shortest matching tolerationSeconds counts)"),
+        format!("the {os} pod tolerates the NoExecute taint {taint} for only {seconds} s, so it is evicted from every {os} node after that (the shortest matching tolerationSeconds counts)"),
         format!("remove tolerationSeconds from the toleration of {}", describe_toleration(toleration)),
     ))
 }
 
+/// What a Linux pod lacks: the Linux taint's toleration, and a Linux
+/// selector when it can land on a Windows node.
 fn linux_missing(
+    pod: &PodView<'_>,
     resolution: &Resolution,
     settings: &Settings,
     tolerations: &[&Toleration],
+    plan: &mut Plan,
 ) -> Vec<Missing> {
+    let mut missing: Vec<Missing> =
+        own_toleration(pod, Os::Linux, settings, tolerations, plan).into_iter().collect();
+    missing.extend(linux_selector(resolution, settings, tolerations));
+    missing
+}
+
+/// The Linux selector, when the pod can land on a Windows node.
+fn linux_selector(
+    resolution: &Resolution,
+    settings: &Settings,
+    tolerations: &[&Toleration],
+) -> Option<Missing> {
     if !resolution.node_placement().allows_windows() {
-        return Vec::new();
+        return None;
     }
     // Built only when the pod lacks something: most pods lack nothing.
     let because = || first_reason(resolution, Os::Linux);
@@ -257,7 +291,7 @@ fn linux_missing(
         None => format!("the pod runs Linux containers ({}) but selects no OS and Windows nodes are not tainted, so it can land on a Windows node", because()),
         Some(taint) if !taint.keeps_pods_off() => format!("the pod runs Linux containers ({}) but selects no OS, and the Windows taint {taint} only prefers to keep pods off, so it can land on a Windows node", because()),
         Some(taint) => match tolerations.iter().find(|t| tolerates(t, taint)) {
-            None => return Vec::new(),
+            None => return None,
             Some(t) => format!(
                 "the pod runs Linux containers ({}) but its toleration of {} also tolerates the Windows taint {taint}, so it can land on a Windows node",
                 because(),
@@ -265,12 +299,12 @@ fn linux_missing(
             ),
         },
     };
-    vec![Missing::Selector {
+    Some(Missing::Selector {
         key: OS_LABEL,
         value: "linux".into(),
         code: Code::LinuxPodUnconfined,
         why,
-    }]
+    })
 }
 
 /// A declared RuntimeClass that provides everything missing and agrees with the pod.
@@ -324,8 +358,8 @@ fn violation(pod: &PodView<'_>, missing: &Missing, rc: Option<&RuntimeClass>) ->
             why.clone(),
             format!("add nodeSelector {key}: \"{value}\"{via_rc}"),
         ),
-        Missing::Toleration { taint, why } => Diagnostic::new(
-            Code::MissingWindowsToleration,
+        Missing::Toleration { taint, code, why } => Diagnostic::new(
+            *code,
             pod.field("tolerations").display(),
             why.clone(),
             format!("add the toleration {}{via_rc}", for_taint(taint)),

@@ -6,6 +6,7 @@ use k8s_openapi::api::core::v1::Toleration;
 use serde_json::{json, Value};
 
 use crate::input::node::Node;
+use crate::vocab::constraint::Os;
 use crate::vocab::taint::{Taint, TAINT_EFFECTS};
 
 /// Whether `toleration` tolerates `taint` (`ToleratesTaint`): an empty
@@ -37,12 +38,14 @@ pub fn untolerated<'t>(taints: &'t [Taint], tolerations: &[&Toleration]) -> Vec<
         .collect()
 }
 
-/// The taint every Windows node carries and no Linux node does, for
-/// `windowsTaint: fromNodes`; `None` when the Windows nodes share none.
-pub fn windows_taint(nodes: &[Node]) -> Option<Taint> {
-    let mut windows = nodes.iter().filter(|n| n.is_windows());
-    let first = windows.next()?;
-    let rest: Vec<&Node> = windows.collect();
+/// The taint every node of `os` carries and no other node does, for
+/// `windowsTaint: fromNodes` and `linuxTaint: fromNodes`; `None` when those
+/// nodes share none.
+pub fn os_taint(nodes: &[Node], os: Os) -> Option<Taint> {
+    let of_os = |n: &&Node| n.is_windows() == (os == Os::Windows);
+    let mut own = nodes.iter().filter(of_os);
+    let first = own.next()?;
+    let rest: Vec<&Node> = own.collect();
     first
         .taints
         .iter()
@@ -51,7 +54,7 @@ pub fn windows_taint(nodes: &[Node]) -> Option<Taint> {
         .find(|t| {
             nodes
                 .iter()
-                .filter(|n| n.is_linux())
+                .filter(|n| !of_os(n))
                 .all(|n| !n.taints.contains(t))
         })
         .cloned()

@@ -27,6 +27,8 @@ pub enum Code {
     MissingOsSelector,
     /// The Windows pod does not tolerate the Windows taint.
     MissingWindowsToleration,
+    /// The Linux pod does not tolerate the Linux taint.
+    MissingLinuxToleration,
     /// The Windows pod is not pinned to its image's build.
     MissingBuildPin,
     /// The Linux pod can land on Windows nodes.
@@ -77,6 +79,7 @@ impl Code {
             Code::RuntimeClassConflict => "runtime-class-conflict",
             Code::MissingOsSelector => "missing-os-selector",
             Code::MissingWindowsToleration => "missing-windows-toleration",
+            Code::MissingLinuxToleration => "missing-linux-toleration",
             Code::MissingBuildPin => "missing-build-pin",
             Code::LinuxPodUnconfined => "linux-pod-unconfined",
             Code::NoMatchingRuntimeClass => "no-matching-runtime-class",

@@ -48,15 +48,35 @@ pub fn create(kind_name: &str, object: &Value, settings: &Settings) -> Decision 
 /// user's own selectors or affinity exclude. Without the cluster's builds
 /// in the settings, the policy cannot know that no other Windows build
 /// exists, so a pod whose affinity excludes every pool is not its doing.
-fn admitted_as_written(case: &Case, pool: &oracle::Pool) -> bool {
+/// Whether the pod's own selectors and affinity, as written, admit the
+/// pool, with the tolerations of the admitted pod: a taint is the policy's
+/// to tolerate only when it places the pod on that OS (a pod it leaves
+/// alone, with `defaultOS: none`, stays off every tainted pool).
+fn admitted_as_written(case: &Case, pool: &oracle::Pool, admitted: &Value) -> bool {
     let Some(spec) = case.object.pointer(&spec_pointer(case.kind)) else {
         return false;
     };
     let Some(mut merged) = oracle::merge_runtime_class(spec, &case.settings_value) else {
         return false;
     };
+    let mut tolerations: Vec<Value> = admitted
+        .get("tolerations")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    // The OS the policy placed the pod on: its nodes' taint must be
+    // tolerated, whether or not the policy remembered to.
+    let placed = admitted.pointer("/nodeSelector/kubernetes.io~1os").and_then(Value::as_str);
+    let declared = match placed {
+        Some("windows") => case.settings_value.get("windowsTaint"),
+        Some("linux") => case.settings_value.get("linuxTaint"),
+        _ => None,
+    };
+    if let Some(key) = declared.and_then(|t| t.get("key")) {
+        tolerations.push(json!({"key": key, "operator": "Exists"}));
+    }
     if let Some(map) = merged.as_object_mut() {
-        map.insert("tolerations".into(), json!([{"operator": "Exists"}]));
+        map.insert("tolerations".into(), Value::Array(tolerations));
     }
     oracle::schedulable(&merged, pool) == Some(true)
 }
@@ -321,7 +341,7 @@ pub fn scheduler_oracle(case: &Case, d: &Decision, ctx: &str) {
             );
             lands.push(pool.name.clone());
         }
-        could |= runs && admitted_as_written(case, pool);
+        could |= runs && admitted_as_written(case, pool, &merged);
     }
     if case.known_labels_only && oracle::complete(&case.pools) && could {
         assert!(

@@ -177,6 +177,16 @@ fn settings<S: Source>(src: &mut S) -> Value {
             .clone();
         v.insert("windowsTaint".into(), taint);
     }
+    if src.chance(30) {
+        let taint = src
+            .pick(&[
+                json!({"key": "cattle.io/os", "value": "linux", "effect": "NoSchedule"}),
+                json!({"key": "cattle.io/os", "effect": "NoExecute"}),
+                json!({"key": "cattle.io/os", "value": "linux", "effect": "PreferNoSchedule"}),
+            ])
+            .clone();
+        v.insert("linuxTaint".into(), taint);
+    }
     for key in ["pinWindowsBuild", "setPodOS"] {
         if src.chance(50) {
             v.insert(key.into(), json!(src.chance(50)));

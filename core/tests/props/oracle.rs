@@ -34,16 +34,21 @@ pub struct Pool {
 }
 
 /// Node pools as the settings describe the cluster: Windows nodes carry
-/// the declared `windowsTaint`, every node the kubelet's labels.
+/// the declared `windowsTaint`, Linux nodes the `linuxTaint`, every node
+/// the kubelet's labels.
 pub fn pools<S: Source>(src: &mut S, settings: &Value) -> Vec<Pool> {
     let complete = src.chance(50);
-    let taint = settings.get("windowsTaint").map(|t| {
-        let text = |k: &str| t.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-        (text("key"), text("value"), text("effect"))
-    });
+    let declared = |key: &str| {
+        settings.get(key).map(|t| {
+            let text = |k: &str| t.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+            (text("key"), text("value"), text("effect"))
+        })
+    };
+    let taint = declared("windowsTaint");
     let mut pools = Vec::new();
     if complete || src.chance(70) {
-        pools.push(pool("linux", false, None, Vec::new()));
+        let taints = declared("linuxTaint").into_iter().collect();
+        pools.push(pool("linux", false, None, taints));
     }
     for build in BUILDS {
         if complete || src.chance(50) {

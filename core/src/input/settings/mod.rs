@@ -163,6 +163,25 @@ impl Settings {
         self.windows_taint.taint()
     }
 
+    /// The taint on the Linux nodes, when the settings name one (or it was
+    /// read from the nodes).
+    pub fn linux_taint(&self) -> Option<&Taint> {
+        self.linux_taint.taint()
+    }
+
+    /// The taint nodes of `os` carry.
+    pub fn taint_of(&self, os: crate::vocab::constraint::Os) -> Option<&Taint> {
+        match os {
+            crate::vocab::constraint::Os::Linux => self.linux_taint(),
+            crate::vocab::constraint::Os::Windows => self.windows_taint(),
+        }
+    }
+
+    /// Whether a taint is to be read from the nodes.
+    pub fn taints_from_nodes(&self) -> bool {
+        self.windows_taint.reads_nodes() || self.linux_taint.reads_nodes()
+    }
+
     /// Every key with its shape, default and meaning.
     pub fn schema() -> Vec<FieldSchema> {
         match Settings::shape() {

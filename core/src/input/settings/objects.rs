@@ -24,6 +24,8 @@ settings_object! {
         default_os: DefaultOs = DefaultOs::Linux => "defaultOS";
         /// The taint on Windows nodes ({key, value, effect}); null when they are not tainted; fromNodes reads it from the Windows nodes.
         windows_taint: TaintSetting = TaintSetting::Untainted => "windowsTaint";
+        /// The taint on Linux nodes ({key, value, effect}), as Rancher/RKE2 mixed clusters taint them (cattle.io/os=linux:NoSchedule); null when they are not tainted; fromNodes reads it from the Linux nodes.
+        linux_taint: TaintSetting = TaintSetting::Untainted => "linuxTaint";
         /// Pin Windows pods to node.kubernetes.io/windows-build when the build is known.
         pin_windows_build: bool = true => "pinWindowsBuild";
         /// Also require and set spec.os.name.

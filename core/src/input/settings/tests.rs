@@ -100,6 +100,7 @@ fn every_key_is_parsed() {
         "mutate": false,
         "defaultOS": "none",
         "windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"},
+        "linuxTaint": {"key": "cattle.io/os", "value": "linux", "effect": "NoSchedule"},
         "pinWindowsBuild": false,
         "setPodOS": true,
         "preferRuntimeClass": true,
@@ -1007,6 +1008,7 @@ fn every_setting_round_trips_through_json() {
     let full = json!({
         "mutate": false, "defaultOS": "none",
         "windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"},
+        "linuxTaint": {"key": "cattle.io/os", "value": "linux", "effect": "NoSchedule"},
         "pinWindowsBuild": false, "setPodOS": true, "preferRuntimeClass": true,
         "runtimeClasses": [{"name": "w", "handler": "runhcs-wcow-process", "isolation": "process",
             "scheduling": {"nodeSelector": {"kubernetes.io/os": "windows"},
@@ -1026,4 +1028,16 @@ fn every_setting_round_trips_through_json() {
         assert_eq!(alone(&written), alone(&full), "{key}");
         assert_ne!(written[*key], defaults[*key], "{key} left at its default");
     }
+}
+
+#[test]
+fn linux_taint_has_the_shape_and_checks_of_windows_taint() {
+    let s = ok(json!({"linuxTaint": {"key": "cattle.io/os", "value": "linux", "effect": "NoSchedule"}}));
+    assert_eq!(s.linux_taint().map(|t| t.to_string()).as_deref(), Some("cattle.io/os=linux:NoSchedule"));
+    assert_eq!(s.windows_taint(), None);
+    assert_eq!(ok(json!({})).linux_taint, TaintSetting::Untainted);
+    assert!(ok(json!({"linuxTaint": "fromNodes"})).taints_from_nodes());
+    one_problem(json!({"linuxTaint": {"key": "cattle.io/os", "effect": "Never"}}), "linuxTaint.effect", &["is not a taint effect"]);
+    one_problem(json!({"linuxTaint": {"effect": "NoSchedule"}}), "linuxTaint.key", &["is required"]);
+    one_problem(json!({"linuxTaint": "cattle.io/os=linux:NoSchedule"}), "linuxTaint", &["expected an object", "\"fromNodes\""]);
 }
