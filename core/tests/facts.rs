@@ -248,6 +248,11 @@ fn aks() -> Settings {
     settings(json!({}))
 }
 
+/// AKS defaults with the inventory read for placement, not only warnings.
+fn aks_inventory() -> Settings {
+    settings(json!({"nodeInventory": "warn"}))
+}
+
 #[test]
 fn single_manifest_config_is_read_like_a_one_entry_index() {
     let facts = image(PRIVATE, vec![windows("10.0.17763.4131")]);
@@ -365,14 +370,14 @@ fn undecided_looks_up_only_images_whose_reference_decides_nothing() {
         "nodeSelector": {"kubernetes.io/os": "windows", "node.kubernetes.io/windows-build": "10.0.20348"},
         "containers": [{"name": "c", "image": PRIVATE}]
     }));
-    assert!(needs_of(&pinned, &eks()).is_empty());
+    assert!(needs_of(&pinned, &eks()).images.is_empty());
     let always = settings(json!({"imageLookup": "always"}));
     assert_eq!(
         needs_of(&object, &always).images,
         vec![WIN2022.to_string(), PRIVATE.to_string()]
     );
     let off = settings(json!({"imageLookup": "off"}));
-    assert!(needs_of(&object, &off).is_empty());
+    assert!(needs_of(&object, &off).images.is_empty());
 }
 
 #[test]
@@ -381,7 +386,9 @@ fn needs_names_undeclared_runtime_classes_and_the_inventory() {
         pod(json!({"runtimeClassName": "win-hv", "containers": [{"name": "c", "image": WIN2022}]}));
     let n = needs_of(&object, &eks());
     assert_eq!(n.runtime_classes, vec!["win-hv".to_string()]);
-    assert!(!n.nodes);
+    // nodeInventory auto, the default, reads the Nodes; off does not.
+    assert!(n.nodes);
+    assert!(!needs_of(&object, &eks_with(json!({"nodeInventory": "off"}))).nodes);
     let declared = settings(
         json!({"runtimeClasses": [{"name": "win-hv", "scheduling": {}}],
         "nodeInventory": "warn"}),
@@ -586,20 +593,26 @@ fn pin_is_chosen_among_builds_that_exist() {
         node("win-2025", "windows", Some("10.0.26100"), &[]),
     ];
     let object = pod(spec_with_images(&[WIN2022]));
-    let d = with(&object, &aks(), &nodes_facts(nodes));
+    let d = with(&object, &aks_inventory(), &nodes_facts(nodes.clone()));
     assert_eq!(
         selector(&d, &object)["node.kubernetes.io/windows-build"],
         "10.0.26100"
     );
+    // Under nodeInventory auto the nodes only warn: the image's own build.
+    let d = with(&object, &aks(), &nodes_facts(nodes));
+    assert_eq!(
+        selector(&d, &object)["node.kubernetes.io/windows-build"],
+        "10.0.20348"
+    );
     // With 2019 and 2022 nodes, the image's own build.
-    let d = with(&object, &aks(), &nodes_facts(eks_nodes()));
+    let d = with(&object, &aks_inventory(), &nodes_facts(eks_nodes()));
     assert_eq!(
         selector(&d, &object)["node.kubernetes.io/windows-build"],
         "10.0.20348"
     );
     // Negative: every Windows node runs it (only 2025 nodes): no pin.
     let only_2025 = vec![node("win-2025", "windows", Some("10.0.26100"), &[])];
-    let d = with(&object, &aks(), &nodes_facts(only_2025));
+    let d = with(&object, &aks_inventory(), &nodes_facts(only_2025));
     // Still placed on Windows: a rejection would carry no pin either.
     assert!(d.accepted, "{}", message(&d));
     let sel = selector(&d, &object);
@@ -623,7 +636,7 @@ fn no_pin_when_every_node_build_runs_the_image() {
         ..Facts::default()
     };
     let object = pod(spec_with_images(&[pause]));
-    let d = with(&object, &eks(), &facts);
+    let d = with(&object, &eks_with(json!({"nodeInventory": "warn"})), &facts);
     assert!(d.accepted);
     let sel = selector(&d, &object);
     assert_eq!(sel["kubernetes.io/os"], "windows");
@@ -674,4 +687,69 @@ fn facts_round_trip_through_json() {
     assert!(text.contains("\"osVersion\":\"10.0.20348.1\""), "{text}");
     let back: Facts = serde_json::from_str(&text).unwrap();
     assert_eq!(back, facts);
+}
+
+// ---- nodeInventory auto, the default ----
+
+/// With default settings and a readable Node list, an image no node runs
+/// is admitted with a warning naming the build the nodes lack (Windows
+/// Server 2025 is 10.0.26100: hcsshim osversion; a 2019 or 2022 host does
+/// not run it: MicrosoftDocs version-compatibility).
+#[test]
+fn auto_warns_when_no_node_runs_the_image_build() {
+    let object = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+        "spec": {"template": {"spec": {"containers": [
+            {"name": "c", "image": "mcr.microsoft.com/windows/servercore:ltsc2025"}]}}}});
+    let d = with(&object, &eks(), &nodes_facts(eks_nodes()));
+    assert!(d.accepted, "{}", message(&d));
+    let lines = d.warning_lines();
+    let warning = lines
+        .iter()
+        .find(|w| w.contains("no node runs"))
+        .expect("a no-node warning");
+    assert!(warning.contains("10.0.26100"), "{warning}");
+    assert!(
+        warning.contains("10.0.17763") && warning.contains("10.0.20348"),
+        "{warning}"
+    );
+    assert!(warning.chars().count() <= 256, "{warning}");
+    assert!(warning_codes(&d).contains(&"no-node"));
+    // The image's own pin stays: the pod waits for such a node.
+    assert_eq!(
+        result_object(&object, &d)["spec"]["template"]["spec"]["nodeSelector"]
+            ["node.kubernetes.io/windows-build"],
+        "10.0.26100"
+    );
+    // Negative: an image the nodes run gets no warning.
+    let fits = pod(spec_with_images(&[WIN2022]));
+    let d = with(&fits, &eks(), &nodes_facts(eks_nodes()));
+    assert!(!warning_codes(&d).contains(&"no-node"), "{:?}", d.warnings);
+}
+
+/// Under auto only the platform counts: selectors and taints may point at
+/// pools an autoscaler adds later, and a list the host will not give is
+/// not mentioned on every request.
+#[test]
+fn auto_stays_silent_on_selectors_taints_and_unreadable_nodes() {
+    let object = pod(
+        json!({"nodeSelector": {"kubernetes.io/os": "linux", "pool": "gpu"},
+        "containers": [{"name": "c", "image": LINUX_IMAGE}]}),
+    );
+    let d = with(&object, &eks(), &nodes_facts(eks_nodes()));
+    assert!(
+        d.accepted && !warning_codes(&d).contains(&"no-node"),
+        "{:?}",
+        d.warnings
+    );
+    let warn = eks_with(json!({"nodeInventory": "warn"}));
+    let d = with(&object, &warn, &nodes_facts(eks_nodes()));
+    assert!(warning_codes(&d).contains(&"no-node"), "{:?}", d.warnings);
+    let failed = Facts {
+        nodes: Some(NodeFacts::LookupFailed("forbidden".into())),
+        ..Facts::default()
+    };
+    let d = with(&pod(spec_with_images(&[WIN2022])), &eks(), &failed);
+    assert!(d.warnings.is_empty(), "{:?}", d.warnings);
+    let d = with(&pod(spec_with_images(&[WIN2022])), &warn, &failed);
+    assert!(d.warning_lines().iter().any(|w| w.contains("forbidden")));
 }

@@ -10,7 +10,9 @@ use os_placement_core::{Facts, Node, NodeFacts, Settings, Taint};
 use serde_json::{json, Value};
 
 fn rke2() -> Settings {
-    settings(json!({"linuxTaint": {"key": "cattle.io/os", "value": "linux", "effect": "NoSchedule"}}))
+    settings(
+        json!({"linuxTaint": {"key": "cattle.io/os", "value": "linux", "effect": "NoSchedule"}}),
+    )
 }
 
 fn rke2_toleration() -> Value {
@@ -38,7 +40,10 @@ fn a_windows_pod_never_gets_the_linux_toleration() {
     assert!(d.accepted, "{}", message(&d));
     let spec = &result_object(&pod(spec_with_images(&[WIN2022])), &d)["spec"];
     assert_eq!(spec["nodeSelector"]["kubernetes.io/os"], "windows");
-    assert_eq!(spec["nodeSelector"]["node.kubernetes.io/windows-build"], "10.0.20348");
+    assert_eq!(
+        spec["nodeSelector"]["node.kubernetes.io/windows-build"],
+        "10.0.20348"
+    );
     assert!(spec.get("tolerations").is_none(), "{spec}");
 }
 
@@ -66,7 +71,10 @@ fn a_toleration_the_user_wrote_is_kept_and_not_repeated() {
         let object = pod(with_spec_fields(json!({"tolerations": [own.clone()]})));
         let d = create(&object, &rke2());
         assert!(d.accepted, "{}", message(&d));
-        assert_eq!(result_object(&object, &d)["spec"]["tolerations"], json!([own]));
+        assert_eq!(
+            result_object(&object, &d)["spec"]["tolerations"],
+            json!([own])
+        );
     }
     // A toleration of another value does not tolerate the taint: one is added.
     let other = json!({"key": "cattle.io/os", "value": "windows"});
@@ -92,7 +100,11 @@ fn validate_mode_names_the_missing_linux_toleration() {
         "linuxTaint": {"key": "cattle.io/os", "value": "linux", "effect": "NoSchedule"}}));
     let d = create(&pod(spec_with_images(&[LINUX_IMAGE])), &strict);
     assert_rejected_with(&d, "missing-linux-toleration");
-    let found = d.violations.iter().find(|v| v.code.as_str() == "missing-linux-toleration").unwrap();
+    let found = d
+        .violations
+        .iter()
+        .find(|v| v.code.as_str() == "missing-linux-toleration")
+        .unwrap();
     assert_eq!(found.path, "spec.tolerations");
     assert!(found.fix.contains("cattle.io/os"), "{found}");
     // Tolerated and selected: accepted as it is.
@@ -106,13 +118,25 @@ fn validate_mode_names_the_missing_linux_toleration() {
 /// has tolerationSeconds (pkg/controller/tainteviction).
 #[test]
 fn an_expiring_toleration_of_a_no_execute_linux_taint_is_rejected() {
-    let s = settings(json!({"linuxTaint": {"key": "cattle.io/os", "value": "linux", "effect": "NoExecute"}}));
+    let s = settings(
+        json!({"linuxTaint": {"key": "cattle.io/os", "value": "linux", "effect": "NoExecute"}}),
+    );
     let expiring = json!({"key": "cattle.io/os", "operator": "Exists", "effect": "NoExecute",
         "tolerationSeconds": 60});
-    let d = create(&pod(with_spec_fields(json!({"tolerations": [expiring]}))), &s);
+    let d = create(
+        &pod(with_spec_fields(json!({"tolerations": [expiring]}))),
+        &s,
+    );
     assert_rejected_with(&d, "toleration-expires");
-    assert_eq!(d.violations[0].path, "spec.tolerations[0].tolerationSeconds");
-    assert!(d.violations[0].message.contains("Linux node"), "{}", message(&d));
+    assert_eq!(
+        d.violations[0].path,
+        "spec.tolerations[0].tolerationSeconds"
+    );
+    assert!(
+        d.violations[0].message.contains("Linux node"),
+        "{}",
+        message(&d)
+    );
 }
 
 fn node(name: &str, os: &str, taints: &[(&str, &str)]) -> Node {
@@ -122,7 +146,11 @@ fn node(name: &str, os: &str, taints: &[(&str, &str)]) -> Node {
         labels: [("kubernetes.io/os".to_string(), os.to_string())].into(),
         taints: taints
             .iter()
-            .map(|(k, v)| Taint { key: (*k).into(), value: (*v).into(), effect: "NoSchedule".into() })
+            .map(|(k, v)| Taint {
+                key: (*k).into(),
+                value: (*v).into(),
+                effect: "NoSchedule".into(),
+            })
             .collect(),
         ..Node::default()
     }
@@ -136,19 +164,30 @@ fn from_nodes_reads_the_taint_every_linux_node_carries_and_no_windows_node_does(
         node("l2", "linux", &[("cattle.io/os", "linux")]),
         node("w1", "windows", &[]),
     ];
-    let facts = Facts { nodes: Some(NodeFacts::Listed(nodes)), ..Facts::default() };
+    let facts = Facts {
+        nodes: Some(NodeFacts::Listed(nodes)),
+        ..Facts::default()
+    };
     let object = pod(spec_with_images(&[LINUX_IMAGE]));
     let d = with_facts(&object, &s, &facts);
     assert!(d.accepted, "{}", message(&d));
-    assert_eq!(result_object(&object, &d)["spec"]["tolerations"], json!([rke2_toleration()]));
+    assert_eq!(
+        result_object(&object, &d)["spec"]["tolerations"],
+        json!([rke2_toleration()])
+    );
     // A taint the Windows nodes share is not the Linux nodes' own.
     let shared = vec![
         node("l1", "linux", &[("cattle.io/os", "linux")]),
         node("w1", "windows", &[("cattle.io/os", "linux")]),
     ];
-    let facts = Facts { nodes: Some(NodeFacts::Listed(shared)), ..Facts::default() };
+    let facts = Facts {
+        nodes: Some(NodeFacts::Listed(shared)),
+        ..Facts::default()
+    };
     let d = with_facts(&object, &s, &facts);
-    assert!(result_object(&object, &d)["spec"].get("tolerations").is_none());
+    assert!(result_object(&object, &d)["spec"]
+        .get("tolerations")
+        .is_none());
 }
 
 #[test]

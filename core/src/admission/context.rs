@@ -37,12 +37,14 @@ pub fn complete<'s>(settings: &'s Settings, facts: &Facts) -> Cow<'s, Settings> 
             }
         }
     }
-    let read = |os: Os| facts.listed_nodes().and_then(|nodes| os_taint(nodes, os)).into();
-    if settings.windows_taint.reads_nodes() {
-        completed.windows_taint = read(Os::Windows);
-    }
-    if settings.linux_taint.reads_nodes() {
-        completed.linux_taint = read(Os::Linux);
+    // Unread nodes leave `fromNodes` as it is: no taint, and a warning.
+    if let Some(nodes) = facts.listed_nodes() {
+        if settings.windows_taint.reads_nodes() {
+            completed.windows_taint = os_taint(nodes, Os::Windows).into();
+        }
+        if settings.linux_taint.reads_nodes() {
+            completed.linux_taint = os_taint(nodes, Os::Linux).into();
+        }
     }
     Cow::Owned(completed)
 }
@@ -68,7 +70,8 @@ pub fn lookup_warnings(pod: &PodView<'_>, settings: &Settings, facts: &Facts) ->
             "declare it in the settings' runtimeClasses, or list RuntimeClass in the policy's contextAwareResources",
         ));
     }
-    if let Some(NodeFacts::LookupFailed(error)) = &facts.nodes {
+    let asked = settings.node_inventory.explicit() || settings.taints_from_nodes();
+    if let Some(NodeFacts::LookupFailed(error)) = facts.nodes.as_ref().filter(|_| asked) {
         notes.push(Diagnostic::new(
             Code::LookupFailed,
             pod.path.display(),

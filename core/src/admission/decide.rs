@@ -11,7 +11,7 @@ use crate::input::facts::{Facts, RuntimeClassFacts};
 use crate::input::pod::PodView;
 use crate::input::review::locate_pod_spec;
 use crate::input::settings::{NodeInventory, Settings};
-use crate::placement::inventory::no_node_after;
+use crate::placement::inventory::{no_node_after, Check};
 use crate::placement::plan::{plan, RuntimeClassMerge};
 use crate::signals::resolve::{resolve_with, Resolution};
 use crate::vocab::diagnostics::{Code, Diagnostic};
@@ -111,8 +111,20 @@ fn check_nodes(
     if !decision.accepted || !settings.node_inventory.reads_nodes() {
         return decision;
     }
-    let Some(problem) = no_node_after(object, kind, &decision.patch, resolution, settings, nodes)
-    else {
+    let scope = if settings.node_inventory.explicit() {
+        Check::Scheduling
+    } else {
+        Check::Platform
+    };
+    let Some(problem) = no_node_after(
+        object,
+        kind,
+        &decision.patch,
+        resolution,
+        settings,
+        nodes,
+        scope,
+    ) else {
         return decision;
     };
     match settings.node_inventory {

@@ -117,8 +117,11 @@ impl Facts {
 
     /// Builds of the Windows nodes: from the inventory, else `windowsBuilds`
     /// in the settings; `None` when neither says.
+    /// The inventory counts when the settings ask for it (`nodeInventory`
+    /// warn or reject, or a taint read from the nodes), not under `auto`.
     pub fn cluster_builds(&self, settings: &Settings) -> Option<BuildSet> {
-        if let Some(nodes) = self.listed_nodes().filter(|n| !n.is_empty()) {
+        let counts = settings.node_inventory.explicit() || settings.taints_from_nodes();
+        if let Some(nodes) = self.listed_nodes().filter(|n| counts && !n.is_empty()) {
             return Some(
                 nodes
                     .iter()

@@ -20,6 +20,16 @@ use crate::vocab::labels::OS_LABEL;
 use crate::vocab::ordered::CollectOrdered;
 use crate::vocab::patch::{apply, PatchOp};
 
+/// How far the check goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    /// Only whether some node runs the pod's OS, build and architecture.
+    Platform,
+    /// Also whether such a node passes the pod's selectors, affinity and
+    /// tolerations.
+    Scheduling,
+}
+
 /// Why no listed node runs `object` once `patch` is applied; `None` when
 /// some node does, when the pod is bound to a node, or when the object
 /// cannot be read back (the rules already judged it).
@@ -30,6 +40,7 @@ pub fn no_node_after(
     resolution: &Resolution,
     settings: &Settings,
     nodes: &[Node],
+    check: Check,
 ) -> Option<Diagnostic> {
     let mut admitted = object.clone();
     apply(&mut admitted, patch).ok()?;
@@ -53,7 +64,24 @@ pub fn no_node_after(
         .find(|s| s.source == Source::Image)
         .map(|s| s.path.clone())
         .unwrap_or_else(|| pod.path.display().to_string());
-    no_node(&placement, &scheduling, nodes, &path)
+    match check {
+        Check::Platform => no_platform(&placement, nodes, &path),
+        Check::Scheduling => no_node(&placement, &scheduling, nodes, &path),
+    }
+}
+
+/// `None` when some node runs the pod's OS and build; otherwise what the
+/// nodes lack, at `path`.
+pub fn no_platform(placement: &Placement, nodes: &[Node], path: &str) -> Option<Diagnostic> {
+    if nodes.is_empty() || nodes.iter().any(|n| n.runs(placement)) {
+        return None;
+    }
+    Some(Diagnostic::new(
+        Code::NoNode,
+        path,
+        platform_gap(placement, nodes),
+        "add nodes of that OS and build, or use an image for a build the nodes run",
+    ))
 }
 
 /// `None` when some node runs the pod; otherwise why none does, at `path`.
@@ -66,15 +94,10 @@ pub fn no_node(
     if nodes.is_empty() {
         return None;
     }
-    let runs: Vec<&Node> = nodes.iter().filter(|n| n.runs(placement)).collect();
-    if runs.is_empty() {
-        return Some(Diagnostic::new(
-            Code::NoNode,
-            path,
-            platform_gap(placement, nodes),
-            "add nodes of that OS and build, or use an image for a build the nodes run",
-        ));
+    if let Some(gap) = no_platform(placement, nodes, path) {
+        return Some(gap);
     }
+    let runs: Vec<&Node> = nodes.iter().filter(|n| n.runs(placement)).collect();
     let selected: Vec<&Node> = runs
         .iter()
         .copied()

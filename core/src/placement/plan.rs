@@ -194,7 +194,13 @@ fn windows_missing(
             why: format!("the pod runs Windows containers ({because}) but does not select kubernetes.io/os: windows (a nodeSelector, which EKS needs to give Windows pods an IP)"),
         });
     }
-    missing.extend(own_toleration(pod, Os::Windows, settings, tolerations, plan));
+    missing.extend(own_toleration(
+        pod,
+        Os::Windows,
+        settings,
+        tolerations,
+        plan,
+    ));
     let pins = settings.pin_windows_build && !resolution.host_process;
     let node_builds = resolution.node_placement().windows.unwrap_or(Builds::Any);
     let known = resolution.image_builds() != Builds::Any;
@@ -270,8 +276,9 @@ fn linux_missing(
     tolerations: &[&Toleration],
     plan: &mut Plan,
 ) -> Vec<Missing> {
-    let mut missing: Vec<Missing> =
-        own_toleration(pod, Os::Linux, settings, tolerations, plan).into_iter().collect();
+    let mut missing: Vec<Missing> = own_toleration(pod, Os::Linux, settings, tolerations, plan)
+        .into_iter()
+        .collect();
     missing.extend(linux_selector(resolution, settings, tolerations));
     missing
 }

@@ -66,7 +66,9 @@ fn admitted_as_written(case: &Case, pool: &oracle::Pool, admitted: &Value) -> bo
         .unwrap_or_default();
     // The OS the policy placed the pod on: its nodes' taint must be
     // tolerated, whether or not the policy remembered to.
-    let placed = admitted.pointer("/nodeSelector/kubernetes.io~1os").and_then(Value::as_str);
+    let placed = admitted
+        .pointer("/nodeSelector/kubernetes.io~1os")
+        .and_then(Value::as_str);
     let declared = match placed {
         Some("windows") => case.settings_value.get("windowsTaint"),
         Some("linux") => case.settings_value.get("linuxTaint"),

@@ -72,6 +72,10 @@ values::word_setting!(LookupFailure { "warn" => LookupFailure::Warn, "reject" =>
 pub enum NodeInventory {
     /// Nodes are not read for the check.
     Off,
+    /// The Nodes are read when the host grants it: a pod no node runs (its
+    /// OS, build or architecture) is admitted with a warning; a list that
+    /// cannot be read is not mentioned.
+    Auto,
     /// A pod no node can run is admitted with a warning.
     Warn,
     /// A pod no node can run is rejected.
@@ -80,6 +84,7 @@ pub enum NodeInventory {
 
 values::word_setting!(NodeInventory {
     "off" => NodeInventory::Off,
+    "auto" => NodeInventory::Auto,
     "warn" => NodeInventory::Warn,
     "reject" => NodeInventory::Reject,
 });
@@ -90,6 +95,13 @@ impl NodeInventory {
     /// Whether the check needs the Nodes.
     pub fn reads_nodes(self) -> bool {
         self != NodeInventory::Off
+    }
+
+    /// Whether the settings ask for the full check (`warn` or `reject`):
+    /// selectors and taints too, the cluster's builds for placement, and a
+    /// warning when the Nodes cannot be read.
+    pub fn explicit(self) -> bool {
+        matches!(self, NodeInventory::Warn | NodeInventory::Reject)
     }
 }
 

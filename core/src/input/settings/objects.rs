@@ -40,8 +40,8 @@ settings_object! {
         image_lookup: ImageLookup = ImageLookup::Undecided => "imageLookup";
         /// A failed image lookup: warn (fall back to the reference rules) or reject.
         lookup_failure: LookupFailure = LookupFailure::Warn => "lookupFailure";
-        /// Read the cluster's Nodes and warn about, or reject, a pod no node can run after the patch: off, warn or reject.
-        node_inventory: NodeInventory = NodeInventory::Off => "nodeInventory";
+        /// Read the cluster's Nodes: auto warns about a pod no node runs (its OS, build or architecture) when the Nodes can be read and says nothing when they cannot; warn and reject also check selectors and taints after the patch and use the nodes' builds for placement; off reads nothing.
+        node_inventory: NodeInventory = NodeInventory::Auto => "nodeInventory";
         /// The builds (10.0.N) the Windows nodes run, for build placement when the Nodes are not read.
         windows_builds: Vec<WindowsBuild> = Vec::new() => "windowsBuilds";
     }

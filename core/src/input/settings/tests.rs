@@ -872,11 +872,12 @@ fn settings_error_displays_one_problem_per_line() {
 // ---- context-aware settings ----
 
 #[test]
-fn context_settings_default_to_undecided_lookups_and_no_node_check() {
+fn context_settings_default_to_undecided_lookups_and_the_automatic_node_check() {
     let s = ok(json!({}));
     assert_eq!(s.image_lookup, ImageLookup::Undecided);
     assert_eq!(s.lookup_failure, LookupFailure::Warn);
-    assert_eq!(s.node_inventory, NodeInventory::Off);
+    assert_eq!(s.node_inventory, NodeInventory::Auto);
+    assert!(s.node_inventory.reads_nodes() && !s.node_inventory.explicit());
     assert!(!s.windows_taint.reads_nodes());
     let s = ok(json!({"imageLookup": "always", "lookupFailure": "reject",
         "nodeInventory": "warn", "windowsTaint": "fromNodes",
@@ -1032,12 +1033,29 @@ fn every_setting_round_trips_through_json() {
 
 #[test]
 fn linux_taint_has_the_shape_and_checks_of_windows_taint() {
-    let s = ok(json!({"linuxTaint": {"key": "cattle.io/os", "value": "linux", "effect": "NoSchedule"}}));
-    assert_eq!(s.linux_taint().map(|t| t.to_string()).as_deref(), Some("cattle.io/os=linux:NoSchedule"));
+    let s = ok(
+        json!({"linuxTaint": {"key": "cattle.io/os", "value": "linux", "effect": "NoSchedule"}}),
+    );
+    assert_eq!(
+        s.linux_taint().map(|t| t.to_string()).as_deref(),
+        Some("cattle.io/os=linux:NoSchedule")
+    );
     assert_eq!(s.windows_taint(), None);
     assert_eq!(ok(json!({})).linux_taint, TaintSetting::Untainted);
     assert!(ok(json!({"linuxTaint": "fromNodes"})).taints_from_nodes());
-    one_problem(json!({"linuxTaint": {"key": "cattle.io/os", "effect": "Never"}}), "linuxTaint.effect", &["is not a taint effect"]);
-    one_problem(json!({"linuxTaint": {"effect": "NoSchedule"}}), "linuxTaint.key", &["is required"]);
-    one_problem(json!({"linuxTaint": "cattle.io/os=linux:NoSchedule"}), "linuxTaint", &["expected an object", "\"fromNodes\""]);
+    one_problem(
+        json!({"linuxTaint": {"key": "cattle.io/os", "effect": "Never"}}),
+        "linuxTaint.effect",
+        &["is not a taint effect"],
+    );
+    one_problem(
+        json!({"linuxTaint": {"effect": "NoSchedule"}}),
+        "linuxTaint.key",
+        &["is required"],
+    );
+    one_problem(
+        json!({"linuxTaint": "cattle.io/os=linux:NoSchedule"}),
+        "linuxTaint",
+        &["expected an object", "\"fromNodes\""],
+    );
 }
