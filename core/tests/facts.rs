@@ -262,7 +262,8 @@ fn single_manifest_config_is_read_like_a_one_entry_index() {
         selector(&d, &object)["node.kubernetes.io/windows-build"],
         "10.0.17763"
     );
-    // Negative: a config of an unknown OS says nothing; reference rules apply.
+    // Negative: a config of an unknown OS says nothing; reference rules
+    // apply, and a warning names what the registry lacks.
     let facts = image(
         PRIVATE,
         vec![Platform {
@@ -271,7 +272,15 @@ fn single_manifest_config_is_read_like_a_one_entry_index() {
             architecture: None,
         }],
     );
-    assert_eq!(with(&object, &eks(), &facts), create(&object, &eks()));
+    let mut d = with(&object, &eks(), &facts);
+    let gap = d.warnings.remove(0);
+    assert_eq!(gap.code.as_str(), "registry-incomplete");
+    assert_eq!(gap.path, "spec.containers[0].image");
+    assert!(
+        gap.message.contains("api:4.2 no linux or windows entry"),
+        "{gap}"
+    );
+    assert_eq!(d, create(&object, &eks()));
 }
 
 #[test]
@@ -752,4 +761,57 @@ fn auto_stays_silent_on_selectors_taints_and_unreadable_nodes() {
     assert!(d.warnings.is_empty(), "{:?}", d.warnings);
     let d = with(&pod(spec_with_images(&[WIN2022])), &warn, &failed);
     assert!(d.warning_lines().iter().any(|w| w.contains("forbidden")));
+}
+
+/// dapr/dapr#9699: an image index whose Windows entry has no `os.version`
+/// (OCI image-index spec: `platform.os.version` is optional) leaves the
+/// build open; a warning names the image and the missing field.
+#[test]
+fn a_windows_entry_without_os_version_is_named() {
+    let facts = image(
+        PRIVATE,
+        vec![Platform {
+            os: "windows".into(),
+            os_version: None,
+            architecture: Some("amd64".into()),
+        }],
+    );
+    let object = pod(spec_with_images(&[PRIVATE]));
+    let d = with(&object, &eks(), &facts);
+    assert!(d.accepted, "{}", message(&d));
+    let lines = d.warning_lines();
+    let named = lines
+        .iter()
+        .find(|w| w.contains("os.version"))
+        .expect("a warning");
+    assert!(
+        named.contains("api:4.2") && named.starts_with("spec.containers[0].image: "),
+        "{named}"
+    );
+    assert!(named.chars().count() <= 256);
+    assert_eq!(selector(&d, &object)["kubernetes.io/os"], "windows");
+    // Negative: with os.version, or on a Linux pod that cannot run Windows
+    // anyway, nothing is said.
+    let complete = image(PRIVATE, vec![windows("10.0.20348.1")]);
+    let d = with(&object, &eks(), &complete);
+    assert!(!warning_codes(&d).contains(&"registry-incomplete"));
+    let both = image(
+        PRIVATE,
+        vec![
+            linux("amd64"),
+            Platform {
+                os: "windows".into(),
+                os_version: None,
+                architecture: None,
+            },
+        ],
+    );
+    let linux_pod = pod(json!({"nodeSelector": {"kubernetes.io/os": "linux"},
+        "containers": [{"name": "c", "image": PRIVATE}]}));
+    let d = with(&linux_pod, &eks(), &both);
+    assert!(
+        !warning_codes(&d).contains(&"registry-incomplete"),
+        "{:?}",
+        d.warnings
+    );
 }

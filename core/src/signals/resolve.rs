@@ -180,6 +180,9 @@ pub fn resolve_with(pod: &PodView<'_>, settings: &Settings, facts: &Facts) -> Re
     if os_unsure {
         warnings.extend(found.maybe_windows);
     }
+    if placement.allows_windows() {
+        warnings.extend(found.windows_without_version);
+    }
     let node_placement = placement_of(&found.signals, |s| s.source.selects_nodes());
     let image_builds = placement_of(&found.signals, |s| {
         s.source == Source::Image && s.placement.allows_windows()
@@ -207,6 +210,9 @@ struct Found {
     signals: Vec<Signal>,
     conflicts: Vec<Diagnostic>,
     warnings: Vec<Diagnostic>,
+    /// Images whose index has a Windows entry without `os.version`: said
+    /// when the pod may run Windows.
+    windows_without_version: Vec<Diagnostic>,
     images_without_build: Vec<(String, String)>,
     /// Warnings for images that only may be Windows images.
     maybe_windows: Vec<Diagnostic>,
@@ -373,19 +379,13 @@ impl Found {
             let path = container.path.field_text("image");
             match facts.images.get(image) {
                 Some(ImageFacts::Platforms(platforms)) => {
-                    if let Some(placement) = platforms_placement(platforms, hyperv) {
-                        let placement = if host_process {
-                            any_build(placement)
-                        } else {
-                            placement
-                        };
-                        self.build_set |= placement.allows_windows();
-                        let reason = format!("registry: {}", describe_platforms(platforms));
-                        self.push(
-                            Signal::new(Source::Image, path, format!("{image:?}"), placement)
-                                .because(Some(reason))
-                                .of_container(Some(index)),
-                        );
+                    let read = Registry {
+                        image,
+                        platforms,
+                        path: &path,
+                        index,
+                    };
+                    if self.image_by_registry(read, host_process, hyperv) {
                         continue;
                     }
                 }
@@ -408,6 +408,50 @@ impl Found {
             }
             self.image_by_reference(image, os, &path, index, host_process, hyperv);
         }
+    }
+
+    /// The image's placement from its registry's platforms; `false` when
+    /// they name neither Linux nor Windows (the reference decides then).
+    fn image_by_registry(&mut self, read: Registry<'_>, host_process: bool, hyperv: bool) -> bool {
+        let Registry {
+            image,
+            platforms,
+            path,
+            index,
+        } = read;
+        let Some(placement) = platforms_placement(platforms, hyperv) else {
+            self.warnings
+                .push(registry_gap(path, image, "linux or windows entry"));
+            return false;
+        };
+        if platforms
+            .iter()
+            .any(|p| p.os == "windows" && p.os_version.is_none())
+        {
+            self.windows_without_version.push(registry_gap(
+                path,
+                image,
+                "os.version on its Windows entry",
+            ));
+        }
+        let placement = if host_process {
+            any_build(placement)
+        } else {
+            placement
+        };
+        self.build_set |= placement.allows_windows();
+        let reason = format!("registry: {}", describe_platforms(platforms));
+        self.push(
+            Signal::new(
+                Source::Image,
+                path.to_string(),
+                format!("{image:?}"),
+                placement,
+            )
+            .because(Some(reason))
+            .of_container(Some(index)),
+        );
+        true
     }
 
     fn lookup_failed(&mut self, path: &str, image: &str, error: &str, settings: &Settings) {
@@ -474,6 +518,34 @@ impl Found {
             .of_container(Some(index)),
         );
     }
+}
+
+/// An image and what its registry said, as read for one container.
+struct Registry<'a> {
+    image: &'a str,
+    platforms: &'a [Platform],
+    path: &'a str,
+    index: usize,
+}
+
+/// A registry answer that lacks what placement needs (dapr/dapr#9699: an
+/// index whose Windows entry had no `os.version`, so AKS nodes pulled the
+/// wrong build).
+fn registry_gap(path: &str, image: &str, missing: &str) -> Diagnostic {
+    Diagnostic::new(
+        Code::RegistryIncomplete,
+        path,
+        format!(
+            "the registry gives {} no {missing}, so it does not tell where the image runs",
+            short_reference(image)
+        ),
+        "ask its publisher to complete the index, or select the OS and build yourself",
+    )
+}
+
+/// The last path segment and tag of an image, for short messages.
+fn short_reference(image: &str) -> &str {
+    image.rsplit('/').next().unwrap_or(image)
 }
 
 /// The placement with any Windows build allowed.

@@ -60,6 +60,9 @@ pub enum Code {
     TolerationExpires,
     /// A registry or cluster lookup failed; the rules fell back.
     LookupFailed,
+    /// The registry's answer lacks what placement needs (a Windows entry
+    /// without `os.version`, no entry of any OS).
+    RegistryIncomplete,
     /// The pod names a RuntimeClass the cluster does not have.
     RuntimeClassMissing,
     /// No node of the cluster's inventory can run the pod.
@@ -95,6 +98,7 @@ impl Code {
             Code::BoundToNode => "bound-to-node",
             Code::TolerationExpires => "toleration-expires",
             Code::LookupFailed => "lookup-failed",
+            Code::RegistryIncomplete => "registry-incomplete",
             Code::RuntimeClassMissing => "runtime-class-missing",
             Code::NoNode => "no-node",
         }
