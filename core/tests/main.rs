@@ -12,6 +12,7 @@ mod props;
 
 mod api;
 mod architecture;
+mod architecture_pinning;
 mod corpus;
 mod do_no_harm;
 mod facts;

@@ -53,8 +53,7 @@ pub(crate) fn decide<'o>(
         Kind::Pod => RuntimeClassMerge::ByPolicy,
         _ => RuntimeClassMerge::ByPlugin,
     };
-    let cluster = facts.cluster_builds(settings);
-    let plan = plan(&pod, &resolution, settings, merge, cluster.as_ref());
+    let plan = plan(&pod, &resolution, settings, merge, facts);
     let mut warnings = resolution.warnings.clone();
     warnings.extend(plan.warnings);
     let decision = if plan.violations.is_empty() {
@@ -105,9 +104,9 @@ fn check_nodes(
     settings: &Settings,
     facts: &Facts,
 ) -> Decision {
-    let Some(nodes) = facts.listed_nodes() else {
+    if facts.listed_nodes().is_none() {
         return decision;
-    };
+    }
     if !decision.accepted || !settings.node_inventory.reads_nodes() {
         return decision;
     }
@@ -122,7 +121,7 @@ fn check_nodes(
         &decision.patch,
         resolution,
         settings,
-        nodes,
+        facts,
         scope,
     ) else {
         return decision;

@@ -7,6 +7,7 @@ use crate::input::facts::{Facts, Needs};
 use crate::input::pod::PodView;
 use crate::input::review::{locate_pod_spec, Operation, Review};
 use crate::input::settings::{ImageLookup, Settings};
+use crate::signals::architecture::Architectures;
 use crate::signals::resolve::{resolve_with, Resolution};
 use crate::vocab::kinds::Kind;
 
@@ -70,6 +71,8 @@ fn images_to_look_up(pod: &PodView<'_>, settings: &Settings) -> (Vec<String>, Op
     let wanted: Vec<&str> = match settings.image_lookup {
         ImageLookup::Off => Vec::new(),
         ImageLookup::Always => all.collect(),
+        // Architecture pinning needs every image while the architecture is open.
+        ImageLookup::Undecided if settings.pin_architecture && arch_open(pod) => all.collect(),
         ImageLookup::Undecided => {
             let resolved = resolve_with(pod, settings, &Facts::default());
             let wanted = if placement_fixed(&resolved, settings) {
@@ -93,6 +96,11 @@ fn images_to_look_up(pod: &PodView<'_>, settings: &Settings) -> (Vec<String>, Op
         }
     }
     (images, resolution)
+}
+
+/// Whether the pod's own fields leave more than one architecture open.
+fn arch_open(pod: &PodView<'_>) -> bool {
+    Architectures::read(pod, None, &Facts::default()).open()
 }
 
 /// Whether the pod's own fields already fix the OS and, for Windows, the

@@ -86,12 +86,14 @@ pub(crate) fn build_placement(
         // own pin, so that the pod waits rather than fails on a wrong build.
         0 => resolution.image_build().map(pin),
         1 => fits.iter().next().map(|b| pin(*b)),
-        _ => Some(Missing::BuildAffinity {
+        _ => Some(Missing::Affinity {
+            key: WINDOWS_BUILD_LABEL,
             why: format!(
                 "the pod's Windows images run on builds {} only, but the pod does not select them",
                 join_builds(&fits)
             ),
-            builds: fits.into_iter().collect(),
+            values: fits.iter().map(ToString::to_string).collect(),
+            code: Code::MissingBuildPin,
         }),
     }
 }

@@ -7,16 +7,19 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
+use crate::input::facts::Facts;
 use crate::input::node::Node;
 use crate::input::pod::PodView;
 use crate::input::review::locate_pod_spec;
 use crate::input::settings::Settings;
 use crate::scheduling::runtime_class::{Blocker, PodScheduling};
+use crate::signals::architecture::{join as join_archs, Architectures};
 use crate::signals::resolve::{Resolution, Source};
+use crate::vocab::arch::ArchSet;
 use crate::vocab::constraint::{BuildSet, Builds, Os, Placement};
 use crate::vocab::diagnostics::{Code, Diagnostic};
 use crate::vocab::kinds::Kind;
-use crate::vocab::labels::OS_LABEL;
+use crate::vocab::labels::{ARCH_LABEL, OS_LABEL};
 use crate::vocab::ordered::CollectOrdered;
 use crate::vocab::patch::{apply, PatchOp};
 
@@ -39,9 +42,10 @@ pub fn no_node_after(
     patch: &[PatchOp],
     resolution: &Resolution,
     settings: &Settings,
-    nodes: &[Node],
+    facts: &Facts,
     check: Check,
 ) -> Option<Diagnostic> {
+    let nodes = facts.listed_nodes()?;
     let mut admitted = object.clone();
     apply(&mut admitted, patch).ok()?;
     let (spec, path) = locate_pod_spec(&admitted, kind).ok()?;
@@ -64,10 +68,50 @@ pub fn no_node_after(
         .find(|s| s.source == Source::Image)
         .map(|s| s.path.clone())
         .unwrap_or_else(|| pod.path.display().to_string());
+    let archs = settings
+        .pin_architecture
+        .then(|| Architectures::read(&pod, placement.os(), facts).runnable())
+        .flatten();
+    if let Some(gap) = no_architecture(&placement, archs.as_ref(), nodes, &path) {
+        return Some(gap);
+    }
     match check {
         Check::Platform => no_platform(&placement, nodes, &path),
         Check::Scheduling => no_node(&placement, &scheduling, nodes, &path),
     }
+}
+
+/// With `pinArchitecture`: `None` when some node that runs the pod's OS and
+/// build is of an architecture its images are built for (or names none).
+fn no_architecture(
+    placement: &Placement,
+    archs: Option<&ArchSet>,
+    nodes: &[Node],
+    path: &str,
+) -> Option<Diagnostic> {
+    let archs = archs?;
+    let runs: Vec<&Node> = nodes.iter().filter(|n| n.runs(placement)).collect();
+    let node_archs: ArchSet = runs
+        .iter()
+        .filter_map(|n| n.label(ARCH_LABEL).map(|a| a.into_owned()))
+        .collect();
+    let fits = |n: &&Node| {
+        n.label(ARCH_LABEL)
+            .is_none_or(|a| archs.contains(a.as_ref()))
+    };
+    if runs.is_empty() || runs.iter().any(fits) {
+        return None;
+    }
+    Some(Diagnostic::new(
+        Code::NoNode,
+        path,
+        format!(
+            "no node runs the images' architecture {}; the nodes that run {placement} are {}",
+            join_archs(archs),
+            join_archs(&node_archs)
+        ),
+        "add nodes of that architecture, or use an image built for the nodes'",
+    ))
 }
 
 /// `None` when some node runs the pod's OS and build; otherwise what the

@@ -1,6 +1,5 @@
 //! What a pod lacks to land where it runs, and the outcome of planning it.
 
-use crate::vocab::build::WindowsBuild;
 use crate::vocab::constraint::Os;
 use crate::vocab::diagnostics::{Code, Diagnostic};
 use crate::vocab::patch::AddOp;
@@ -39,10 +38,14 @@ pub enum Missing {
     },
     /// `spec.os.name`, with `setPodOS`.
     PodOs(Os),
-    /// A required node-affinity `In` on the build label, in every term.
-    BuildAffinity {
-        /// The builds the pod's images run on.
-        builds: Vec<WindowsBuild>,
+    /// A required node-affinity expression `key In values`, in every term.
+    Affinity {
+        /// The label key.
+        key: &'static str,
+        /// The values the pod's images run on.
+        values: Vec<String>,
+        /// The finding when it is not added.
+        code: Code,
         /// Why the pod needs it.
         why: String,
     },

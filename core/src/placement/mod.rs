@@ -2,6 +2,7 @@
 //! the pod's own node choices, the Windows API rules, ownership of added
 //! entries, the node inventory check and the landing picture.
 
+pub mod architecture;
 pub mod builds;
 pub mod inventory;
 pub mod landing;

@@ -10,9 +10,7 @@ use crate::input::settings::RuntimeClass;
 use crate::placement::missing::Missing;
 use crate::scheduling::runtime_class::added_tolerations;
 use crate::scheduling::taints::for_taint;
-use crate::vocab::build::WindowsBuild;
 use crate::vocab::field_path::FieldPath;
-use crate::vocab::labels::WINDOWS_BUILD_LABEL;
 use crate::vocab::patch::{pointer_child, AddOp};
 
 /// Adds the class's scheduling to a Pod the way the RuntimeClass plugin would.
@@ -50,11 +48,14 @@ pub(crate) fn ops_for(pod: &PodView<'_>, missing: &[Missing]) -> Vec<AddOp> {
         })
         .collect();
     ops.extend(toleration_ops(pod, tolerations));
-    for m in missing {
-        if let Missing::BuildAffinity { builds, .. } = m {
-            ops.extend(build_affinity_ops(pod, builds));
-        }
-    }
+    let expressions: Vec<Value> = missing
+        .iter()
+        .filter_map(|m| match m {
+            Missing::Affinity { key, values, .. } => Some(in_expression(key, values)),
+            _ => None,
+        })
+        .collect();
+    ops.extend(affinity_ops(pod, &expressions));
     for m in missing {
         if let Missing::PodOs(os) = m {
             ops.push(match pod.raw.get("os") {
@@ -72,15 +73,17 @@ pub(crate) fn ops_for(pod: &PodView<'_>, missing: &[Missing]) -> Vec<AddOp> {
     ops
 }
 
-pub(crate) fn build_expression(builds: &[WindowsBuild]) -> Value {
-    let values: Vec<String> = builds.iter().map(ToString::to_string).collect();
-    json!({"key": WINDOWS_BUILD_LABEL, "operator": "In", "values": values})
+/// The required node-affinity expression `key In values`.
+pub(crate) fn in_expression(key: &str, values: &[String]) -> Value {
+    json!({"key": key, "operator": "In", "values": values})
 }
 
-/// Adds the build expression to every required term, after the user's
+/// Adds the expressions to every required term, after the user's
 /// expressions (which stay as written), or creates the one term.
-fn build_affinity_ops(pod: &PodView<'_>, builds: &[WindowsBuild]) -> Vec<AddOp> {
-    let expression = build_expression(builds);
+fn affinity_ops(pod: &PodView<'_>, expressions: &[Value]) -> Vec<AddOp> {
+    if expressions.is_empty() {
+        return Vec::new();
+    }
     let fields = [
         "affinity",
         "nodeAffinity",
@@ -98,12 +101,12 @@ fn build_affinity_ops(pod: &PodView<'_>, builds: &[WindowsBuild]) -> Vec<AddOp> 
                 return terms
                     .iter()
                     .enumerate()
-                    .map(|(i, term)| term_op(&path.index(i), term, &expression))
+                    .flat_map(|(i, term)| term_ops(&path.index(i), term, expressions))
                     .collect();
             }
             _ => {
                 // Build the rest of the path as one value.
-                let mut value = json!([{"matchExpressions": [expression]}]);
+                let mut value = json!([{ "matchExpressions": expressions }]);
                 for outer in fields.iter().skip(depth + 1).rev() {
                     value = json!({ *outer: value });
                 }
@@ -114,16 +117,19 @@ fn build_affinity_ops(pod: &PodView<'_>, builds: &[WindowsBuild]) -> Vec<AddOp> 
     Vec::new()
 }
 
-fn term_op(term_path: &FieldPath, term: &Value, expression: &Value) -> AddOp {
+/// Appends the expressions to one term's `matchExpressions`, creating the
+/// list when the term has none.
+fn term_ops(term_path: &FieldPath, term: &Value, expressions: &[Value]) -> Vec<AddOp> {
+    let list = term_path.field("matchExpressions");
     match term.get("matchExpressions") {
-        Some(Value::Array(_)) => AddOp::new(
-            format!("{}/-", term_path.field("matchExpressions").pointer()),
-            expression.clone(),
-        ),
-        _ => AddOp::new(
-            term_path.field("matchExpressions").pointer().to_string(),
-            json!([expression]),
-        ),
+        Some(Value::Array(_)) => expressions
+            .iter()
+            .map(|e| AddOp::new(format!("{}/-", list.pointer()), e.clone()))
+            .collect(),
+        _ => vec![AddOp::new(
+            list.pointer().to_string(),
+            Value::Array(expressions.to_vec()),
+        )],
     }
 }
 

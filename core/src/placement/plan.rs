@@ -3,11 +3,13 @@
 use k8s_openapi::api::core::v1::Toleration;
 use serde_json::json;
 
+use crate::input::facts::Facts;
 use crate::input::pod::PodView;
 use crate::input::settings::{DefaultOs, RuntimeClass, Settings};
+use crate::placement::architecture::arch_missing;
 use crate::placement::builds::{build_placement, legacy_pin, ClusterBuilds};
 use crate::placement::missing::{Missing, Plan};
-use crate::placement::ops::{build_expression, merge_runtime_class, ops_for};
+use crate::placement::ops::{in_expression, merge_runtime_class, ops_for};
 use crate::placement::selection::{bound_to_node, os_undetermined, other_selections};
 use crate::placement::windows_rules::{forbidden_fields, host_process_rules};
 use crate::scheduling::runtime_class::PodScheduling;
@@ -36,13 +38,17 @@ pub fn plan(
     resolution: &Resolution,
     settings: &Settings,
     merge: RuntimeClassMerge,
-    cluster: ClusterBuilds<'_>,
+    facts: &Facts,
 ) -> Plan {
     let mut plan = Plan::default();
     let Some(os) = target_os(pod, resolution, settings, &mut plan) else {
         return plan;
     };
-    let missing = missing_fields(pod, resolution, settings, os, cluster, &mut plan);
+    let cluster = facts.cluster_builds(settings);
+    let mut missing = missing_fields(pod, resolution, settings, os, cluster.as_ref(), &mut plan);
+    if settings.pin_architecture && pod.node_name.is_none() {
+        missing.extend(arch_missing(pod, os, facts, &mut plan));
+    }
     if missing.is_empty() {
         return plan;
     }
@@ -103,7 +109,7 @@ fn missing_fields(
     }
     if let Some(node) = pod.node_name {
         let before = missing.len();
-        missing.retain(|m| !matches!(m, Missing::Selector { .. } | Missing::BuildAffinity { .. }));
+        missing.retain(|m| !matches!(m, Missing::Selector { .. } | Missing::Affinity { .. }));
         if missing.len() < before {
             plan.warnings.push(bound_to_node(pod, node, os));
         }
@@ -343,7 +349,7 @@ fn choose_runtime_class<'s>(
                 .iter()
                 .any(|t| tolerates(t, taint)),
             Missing::PodOs(_) => true,
-            Missing::BuildAffinity { .. } => false,
+            Missing::Affinity { .. } => false,
         });
         agrees && no_stray_build && provides
     })
@@ -371,13 +377,18 @@ fn violation(pod: &PodView<'_>, missing: &Missing, rc: Option<&RuntimeClass>) ->
             why.clone(),
             format!("add the toleration {}{via_rc}", for_taint(taint)),
         ),
-        Missing::BuildAffinity { builds, why } => Diagnostic::new(
-            Code::MissingBuildPin,
+        Missing::Affinity {
+            key,
+            values,
+            code,
+            why,
+        } => Diagnostic::new(
+            *code,
             pod.field("affinity").display(),
             why.clone(),
             format!(
                 "add to every required nodeSelectorTerm the expression {}",
-                build_expression(builds)
+                in_expression(key, values)
             ),
         ),
         Missing::PodOs(os) => Diagnostic::new(

@@ -2,6 +2,7 @@
 //! classification, the meaning of selectors and affinity, the resolution.
 
 pub mod affinity;
+pub mod architecture;
 pub mod image;
 pub mod platforms;
 pub mod report;

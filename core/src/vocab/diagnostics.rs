@@ -31,6 +31,11 @@ pub enum Code {
     MissingLinuxToleration,
     /// The Windows pod is not pinned to its image's build.
     MissingBuildPin,
+    /// The pod is not pinned to the architectures its images are built for.
+    MissingArchPin,
+    /// No architecture runs all the pod's images, or the pod selects one
+    /// no image is built for.
+    ArchConflict,
     /// The Linux pod can land on Windows nodes.
     LinuxPodUnconfined,
     /// `preferRuntimeClass` found no declared RuntimeClass to use.
@@ -84,6 +89,8 @@ impl Code {
             Code::MissingWindowsToleration => "missing-windows-toleration",
             Code::MissingLinuxToleration => "missing-linux-toleration",
             Code::MissingBuildPin => "missing-build-pin",
+            Code::MissingArchPin => "missing-arch-pin",
+            Code::ArchConflict => "arch-conflict",
             Code::LinuxPodUnconfined => "linux-pod-unconfined",
             Code::NoMatchingRuntimeClass => "no-matching-runtime-class",
             Code::MissingPodOs => "missing-pod-os",

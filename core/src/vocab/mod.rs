@@ -2,6 +2,7 @@
 //! the placement algebra, the table of known node labels, kinds and field
 //! paths, names, globs, JSON patch operations and diagnostics.
 
+pub mod arch;
 pub mod build;
 pub mod constraint;
 pub mod diagnostics;

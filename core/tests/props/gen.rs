@@ -57,6 +57,9 @@ pub const IMAGES: &[(&str, Need)] = &[
         Need::Windows(Some(17763)),
     ),
     ("alpine:3.19", Need::Linux),
+    // docker-library/official-images: the arm64v8/ namespace holds the
+    // official images built for arm64 only.
+    ("arm64v8/nginx:1.27", Need::Linux),
     ("nginx:1.25-alpine", Need::Linux),
     ("registry.k8s.io/pause:3.9", Need::Any),
     ("myapp:1809", Need::Any),
@@ -187,7 +190,7 @@ fn settings<S: Source>(src: &mut S) -> Value {
             .clone();
         v.insert("linuxTaint".into(), taint);
     }
-    for key in ["pinWindowsBuild", "setPodOS"] {
+    for key in ["pinWindowsBuild", "setPodOS", "pinArchitecture"] {
         if src.chance(50) {
             v.insert(key.into(), json!(src.chance(50)));
         }

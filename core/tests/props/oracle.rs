@@ -50,6 +50,13 @@ pub fn pools<S: Source>(src: &mut S, settings: &Value) -> Vec<Pool> {
         let taints = declared("linuxTaint").into_iter().collect();
         pools.push(pool("linux", false, None, taints));
     }
+    if src.chance(40) {
+        let taints = declared("linuxTaint").into_iter().collect();
+        let mut arm = pool("linux-arm64", false, None, taints);
+        arm.labels
+            .insert("kubernetes.io/arch".to_string(), "arm64".to_string());
+        pools.push(arm);
+    }
     for build in BUILDS {
         if complete || src.chance(50) {
             let taints = taint.clone().into_iter().collect();
@@ -277,6 +284,17 @@ fn tolerates(t: &Value, key: &str, value: &str, effect: &str) -> Option<bool> {
 
 /// Whether every container of the spec can run on the pool (`None`: the
 /// spec is not well-typed).
+/// With `pinArchitecture`, an image of a Hub architecture namespace runs on
+/// nodes of that architecture only (without it, architecture is not the
+/// policy's concern and the oracle leaves it out too).
+fn arch_runs(image: &str, pool: &Pool, settings: &Value) -> bool {
+    if settings.get("pinArchitecture") != Some(&json!(true)) {
+        return true;
+    }
+    let arch = pool.labels.get("kubernetes.io/arch").map(String::as_str);
+    !image.starts_with("arm64v8/") || arch == Some("arm64")
+}
+
 pub fn runs(spec: &Value, pool: &Pool, settings: &Value, check_build: bool) -> Option<bool> {
     if let Some(os) = spec.pointer("/os/name") {
         if os.as_str()? != if pool.windows { "windows" } else { "linux" } {
@@ -303,6 +321,7 @@ pub fn runs(spec: &Value, pool: &Pool, settings: &Value, check_build: bool) -> O
                 Need::Windows(_) | Need::Any if host_process => Need::Windows(None),
                 need => need,
             };
+            all &= arch_runs(image, pool, settings);
             all &= match need {
                 Need::Any => true,
                 Need::Linux => !pool.windows,

@@ -28,6 +28,8 @@ settings_object! {
         linux_taint: TaintSetting = TaintSetting::Untainted => "linuxTaint";
         /// Pin Windows pods to node.kubernetes.io/windows-build when the build is known.
         pin_windows_build: bool = true => "pinWindowsBuild";
+        /// Pin pods to the CPU architectures their images are built for (read from each image's index) when the cluster's nodes of their OS offer more: kubernetes.io/arch in the nodeSelector for one, a required node affinity for several.
+        pin_architecture: bool = false => "pinArchitecture";
         /// Also require and set spec.os.name.
         set_pod_os: bool = false => "setPodOS";
         /// Place Windows pods with runtimeClassName instead of raw selector entries.

@@ -1010,7 +1010,7 @@ fn every_setting_round_trips_through_json() {
         "mutate": false, "defaultOS": "none",
         "windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"},
         "linuxTaint": {"key": "cattle.io/os", "value": "linux", "effect": "NoSchedule"},
-        "pinWindowsBuild": false, "setPodOS": true, "preferRuntimeClass": true,
+        "pinWindowsBuild": false, "pinArchitecture": true, "setPodOS": true, "preferRuntimeClass": true,
         "runtimeClasses": [{"name": "w", "handler": "runhcs-wcow-process", "isolation": "process",
             "scheduling": {"nodeSelector": {"kubernetes.io/os": "windows"},
                 "tolerations": [{"key": "os", "operator": "Exists", "effect": "NoSchedule"}]}}],
