@@ -9,6 +9,7 @@ pub mod diagnostics;
 pub mod evaluate;
 pub mod facts;
 pub mod glob;
+pub mod host_answers;
 pub mod image;
 pub mod inventory;
 pub mod kinds;
@@ -32,7 +33,11 @@ pub use evaluate::{
     evaluate, evaluate_request, evaluate_request_with_facts, evaluate_with_facts, Admission,
     Decision, Operation, Review, MAX_WARNING_CHARS,
 };
-pub use facts::{needs, needs_request, Facts, Needs};
+pub use facts::{
+    needs, needs_request, ClusterRuntimeClass, Facts, ImageFacts, Needs, NodeFact, NodeFacts,
+    Platform, RuntimeClassFacts,
+};
+pub use kinds::{Kind, SUPPORTED_KINDS};
 pub use landing::{landing, pools_from_value, Fit, NodePool, PoolLanding};
 pub use report::SignalReport;
 pub use settings::{Settings, SettingsError};
