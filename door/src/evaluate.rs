@@ -11,10 +11,10 @@ use serde_json::Value;
 use crate::answer::Answer;
 use crate::facts::HostFacts;
 use crate::node::Position;
-use crate::objects::{objects, Found, Subject};
+use crate::objects::{objects, Found, NotAnObject, Subject};
 use crate::request::{group_version, Submission};
 use crate::rules::{select, EPHEMERAL_CONTAINERS};
-use crate::stream::read_stream;
+use crate::stream::{read_stream, BrokenDocument};
 
 /// Everything one answer depends on.
 #[derive(Debug, Clone, Copy)]
@@ -82,6 +82,22 @@ pub struct Options<'a> {
     pub facts: Option<&'a HostFacts>,
 }
 
+impl<'a> Options<'a> {
+    /// The call for one object.
+    pub fn call<'s>(&self, subject: &'s Subject) -> Call<'s>
+    where
+        'a: 's,
+    {
+        Call {
+            subject,
+            settings: self.settings,
+            operation: self.operation,
+            old_object: self.old_object,
+            facts: self.facts,
+        }
+    }
+}
+
 /// Why part of an input could not be evaluated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -108,6 +124,33 @@ pub struct Problem {
     pub message: String,
 }
 
+impl From<BrokenDocument> for Problem {
+    fn from(broken: BrokenDocument) -> Problem {
+        Problem {
+            kind: ProblemKind::Syntax,
+            document: broken.number,
+            item: None,
+            at: broken.error.at,
+            message: broken.error.message,
+        }
+    }
+}
+
+impl From<NotAnObject> for Problem {
+    fn from(problem: NotAnObject) -> Problem {
+        Problem {
+            kind: ProblemKind::NotAnObject,
+            document: problem.at.document,
+            item: problem.at.item,
+            at: Position {
+                line: problem.at.line,
+                column: problem.at.column,
+            },
+            message: problem.message,
+        }
+    }
+}
+
 /// One entry per object (its answer) or per problem, in input order.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
@@ -125,35 +168,16 @@ pub fn evaluate_text(text: &str, options: &Options<'_>) -> Vec<Outcome> {
         let document = match document {
             Ok(document) => document,
             Err(broken) => {
-                out.push(Outcome::Problem(Problem {
-                    kind: ProblemKind::Syntax,
-                    document: broken.number,
-                    item: None,
-                    at: broken.error.at,
-                    message: broken.error.message,
-                }));
+                out.push(Outcome::Problem(broken.into()));
                 continue;
             }
         };
         for found in objects(&document) {
             out.push(match found {
-                Found::Object(subject) => Outcome::Answer(Box::new(evaluate(&Call {
-                    subject: &subject,
-                    settings: options.settings,
-                    operation: options.operation,
-                    old_object: options.old_object,
-                    facts: options.facts,
-                }))),
-                Found::NotAnObject(problem) => Outcome::Problem(Problem {
-                    kind: ProblemKind::NotAnObject,
-                    document: problem.at.document,
-                    item: problem.at.item,
-                    at: Position {
-                        line: problem.at.line,
-                        column: problem.at.column,
-                    },
-                    message: problem.message,
-                }),
+                Found::Object(subject) => {
+                    Outcome::Answer(Box::new(evaluate(&options.call(&subject))))
+                }
+                Found::NotAnObject(problem) => Outcome::Problem(problem.into()),
             });
         }
     }
