@@ -231,57 +231,57 @@ fn junit_suite(out: &mut dyn Write, entries: &[Entry]) -> io::Result<()> {
         count(Verdict::Skipped)
     )?;
     for entry in entries {
-        let name = format!("{} {}", entry.name(), entry.location());
-        write!(
-            out,
-            r#"    <testcase classname="{}" name="{}""#,
-            xml(&entry.file),
-            xml(&name)
-        )?;
-        match &entry.status {
-            Status::Skipped(reason) => {
-                writeln!(
-                    out,
-                    ">\n      <skipped message=\"{}\"/>\n    </testcase>",
-                    xml(reason)
-                )?;
-            }
-            Status::Error(message) => {
-                writeln!(
-                    out,
-                    ">\n      <error message=\"{}\" type=\"input\"/>\n    </testcase>",
-                    xml(message)
-                )?;
-            }
-            Status::Evaluated(outcome) if !outcome.accepted() => {
-                let lines: Vec<String> = outcome
-                    .violations
-                    .iter()
-                    .map(|f| f.item.to_string())
-                    .collect();
-                let first_line = lines.first().map_or("rejected", String::as_str);
-                writeln!(
-                    out,
-                    ">\n      <failure message=\"{}\" type=\"rejected\">{}</failure>",
-                    xml(first_line),
-                    xml(&lines.join("\n"))
-                )?;
-                junit_system_out(out, outcome)?;
-                writeln!(out, "    </testcase>")?;
-            }
-            Status::Evaluated(outcome)
-                if outcome.warnings.is_empty() && outcome.patch.is_empty() =>
-            {
-                writeln!(out, "/>")?;
-            }
-            Status::Evaluated(outcome) => {
-                writeln!(out, ">")?;
-                junit_system_out(out, outcome)?;
-                writeln!(out, "    </testcase>")?;
-            }
-        }
+        junit_case(out, entry)?;
     }
     writeln!(out, "  </testsuite>")
+}
+
+/// One test case: a rejection is a failure, an input error an error, a
+/// skipped object skipped; warnings and the patch go to its output.
+fn junit_case(out: &mut dyn Write, entry: &Entry) -> io::Result<()> {
+    let name = format!("{} {}", entry.name(), entry.location());
+    write!(
+        out,
+        r#"    <testcase classname="{}" name="{}""#,
+        xml(&entry.file),
+        xml(&name)
+    )?;
+    match &entry.status {
+        Status::Skipped(reason) => writeln!(
+            out,
+            ">\n      <skipped message=\"{}\"/>\n    </testcase>",
+            xml(reason)
+        ),
+        Status::Error(message) => writeln!(
+            out,
+            ">\n      <error message=\"{}\" type=\"input\"/>\n    </testcase>",
+            xml(message)
+        ),
+        Status::Evaluated(outcome) if !outcome.accepted() => {
+            let lines: Vec<String> = outcome
+                .violations
+                .iter()
+                .map(|f| f.item.to_string())
+                .collect();
+            let first_line = lines.first().map_or("rejected", String::as_str);
+            writeln!(
+                out,
+                ">\n      <failure message=\"{}\" type=\"rejected\">{}</failure>",
+                xml(first_line),
+                xml(&lines.join("\n"))
+            )?;
+            junit_system_out(out, outcome)?;
+            writeln!(out, "    </testcase>")
+        }
+        Status::Evaluated(outcome) if outcome.warnings.is_empty() && outcome.patch.is_empty() => {
+            writeln!(out, "/>")
+        }
+        Status::Evaluated(outcome) => {
+            writeln!(out, ">")?;
+            junit_system_out(out, outcome)?;
+            writeln!(out, "    </testcase>")
+        }
+    }
 }
 
 /// Warnings and the patch of an object, as the test case's output.

@@ -154,7 +154,7 @@ fn policy_says(case: &Case, module: &PolicyModule) -> Vec<Said> {
             };
             if let Err(reason) = select(&request) {
                 return Said {
-                    skip_reason: Some(reason),
+                    skip_reason: Some(reason.to_string()),
                     ..skipped
                 };
             }

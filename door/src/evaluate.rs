@@ -59,7 +59,7 @@ pub fn request_for(call: &Call<'_>) -> Value {
 pub fn evaluate(call: &Call<'_>) -> Answer {
     let request = request_for(call);
     if let Err(reason) = select(&request) {
-        return Answer::skipped(call.subject, &request, reason);
+        return Answer::skipped(call.subject, &request, reason.to_string());
     }
     let facts = call
         .facts

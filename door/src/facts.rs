@@ -20,8 +20,10 @@
 
 use std::collections::BTreeMap;
 
-use os_placement_core::host_answers::{self, ManifestAnswer};
-use os_placement_core::{Facts, ImageFacts, Needs, NodeFact, NodeFacts, RuntimeClassFacts};
+use os_placement_core::host_answers::{self, AnswerProblem, ManifestAnswer};
+use os_placement_core::{
+    Facts, ImageFacts, Needs, NodeFact, NodeFacts, Platform, RuntimeClassFacts,
+};
 use serde::de::DeserializeOwned;
 
 use crate::error::TextError;
@@ -168,8 +170,7 @@ impl HostFacts {
             ));
         };
         for entry in entries {
-            let facts = image_facts(&entry.value)
-                .map_err(|m| problem(&entry.value, format!("images[{:?}]: {m}", entry.key)))?;
+            let facts = image_facts(&entry.value, &entry.key)?;
             self.images.insert(entry.key.clone(), facts);
         }
         Ok(())
@@ -220,31 +221,31 @@ impl HostFacts {
 }
 
 /// An image's platforms in the policy's form, or as its registry serves them.
-fn image_facts(node: &Node) -> Result<ImageFacts, String> {
+fn image_facts(node: &Node, image: &str) -> Result<ImageFacts, TextError> {
+    let fail = |message: String| problem(node, format!("images[{image:?}]: {message}"));
     let value = node.to_json();
     if value.get("platforms").is_some() || value.get("lookupFailed").is_some() {
-        return serde_json::from_value(value).map_err(|e| e.to_string());
+        return serde_json::from_value(value).map_err(|e| fail(e.to_string()));
     }
+    let answer = |read: Result<Platform, AnswerProblem>| read.map_err(|e| fail(e.to_string()));
     let platforms = if value.get("manifests").is_some() {
-        match host_answers::manifest(&value).map_err(|e| e.to_string())? {
+        match host_answers::manifest(&value).map_err(|e| fail(e.to_string()))? {
             ManifestAnswer::Index(platforms) => platforms,
-            ManifestAnswer::Image => return Err(manifest_without_platform()),
+            ManifestAnswer::Image => return Err(fail(MANIFEST_WITHOUT_PLATFORM.into())),
         }
     } else if value.get("config").is_some() && value.get("manifest").is_some() {
-        vec![host_answers::manifest_config(&value).map_err(|e| e.to_string())?]
+        vec![answer(host_answers::manifest_config(&value))?]
     } else if value.get("os").is_some() {
-        vec![host_answers::image_config(&value).map_err(|e| e.to_string())?]
+        vec![answer(host_answers::image_config(&value))?]
     } else if value.get("config").is_some() {
-        return Err(manifest_without_platform());
+        return Err(fail(MANIFEST_WITHOUT_PLATFORM.into()));
     } else {
-        return Err("expected {platforms: [...]}, {lookupFailed: ...}, an image index (manifests), or an image config (os, architecture, os.version)".to_string());
+        return Err(fail("expected {platforms: [...]}, {lookupFailed: ...}, an image index (manifests), or an image config (os, architecture, os.version)".into()));
     };
     Ok(ImageFacts::Platforms(platforms))
 }
 
-fn manifest_without_platform() -> String {
-    "an image manifest names no platform: give its image index, or its config (os, architecture, os.version)".to_string()
-}
+const MANIFEST_WITHOUT_PLATFORM: &str = "an image manifest names no platform: give its image index, or its config (os, architecture, os.version)";
 
 fn parse<T: DeserializeOwned>(node: &Node, what: &str) -> Result<T, TextError> {
     serde_json::from_value(node.to_json()).map_err(|e| problem(node, format!("{what}: {e}")))

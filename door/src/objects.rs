@@ -71,8 +71,8 @@ pub fn objects(document: &Document) -> Vec<Found> {
     if matches!(root.data, Data::Null) {
         return Vec::new();
     }
-    if let Err(message) = check_object(root, "document") {
-        return vec![not_an_object(at(root, None), message)];
+    if let Err(malformed) = check_object(root, "document") {
+        return vec![not_an_object(at(root, None), malformed.to_string())];
     }
     let json = root.to_json();
     if is_review(&json) {
@@ -96,7 +96,7 @@ pub fn objects(document: &Document) -> Vec<Found> {
                         item.to_json(),
                         None,
                     ),
-                    Err(message) => not_an_object(at(item, Some(i)), message),
+                    Err(malformed) => not_an_object(at(item, Some(i)), malformed.to_string()),
                 },
             )
             .collect(),
@@ -140,27 +140,46 @@ fn review_subject(root: &Node, review: &Value, at: impl Fn(&Node) -> Location) -
     subject(at(node), pointer, node, object, Some(request.clone()))
 }
 
+/// How a document or list item falls short of a Kubernetes object.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum Malformed {
+    #[error(
+        "{what} is {found}, not a Kubernetes object: expected a mapping with apiVersion and kind"
+    )]
+    NotAMapping { what: String, found: &'static str },
+    #[error("{what} is not a Kubernetes object: {field} is {found}, expected a non-empty string")]
+    Field {
+        what: String,
+        field: &'static str,
+        found: &'static str,
+    },
+    #[error("{what} is not a Kubernetes object: {field} is missing")]
+    Missing { what: String, field: &'static str },
+}
+
 /// A Kubernetes object is a mapping with a non-empty `apiVersion` and `kind`.
-fn check_object(node: &Node, what: &str) -> Result<(), String> {
+fn check_object(node: &Node, what: &str) -> Result<(), Malformed> {
     if !matches!(node.data, Data::Map(_)) {
-        return Err(format!(
-            "{what} is {}, not a Kubernetes object: expected a mapping with apiVersion and kind",
-            type_name(&node.data)
-        ));
+        return Err(Malformed::NotAMapping {
+            what: what.to_string(),
+            found: type_name(&node.data),
+        });
     }
     for field in ["apiVersion", "kind"] {
         match node.get(field).map(|n| &n.data) {
             Some(Data::Str(s)) if !s.is_empty() => {}
             Some(other) => {
-                return Err(format!(
-                    "{what} is not a Kubernetes object: {field} is {}, expected a non-empty string",
-                    type_name(other)
-                ))
+                return Err(Malformed::Field {
+                    what: what.to_string(),
+                    field,
+                    found: type_name(other),
+                })
             }
             None => {
-                return Err(format!(
-                    "{what} is not a Kubernetes object: {field} is missing"
-                ))
+                return Err(Malformed::Missing {
+                    what: what.to_string(),
+                    field,
+                })
             }
         }
     }

@@ -25,8 +25,50 @@ pub fn selected_kinds() -> Vec<Kind> {
         .collect()
 }
 
+/// Why the policy's rules do not select a request: the API server does not
+/// send it to the policy.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotSelected {
+    /// A kind that is not one of the core's.
+    #[error("{kind} is not one of the kinds the policy's rules select ({SUPPORTED_KINDS}): the API server does not send it to the policy")]
+    Kind {
+        /// The request's kind.
+        kind: String,
+    },
+    /// A kind of the same name in another API group (a custom resource).
+    #[error("{api_version} {kind} is not the Kubernetes {kind}: the policy's rules select {kind} in the API group {group:?} only")]
+    Group {
+        /// The request's group and version.
+        api_version: String,
+        /// The request's kind.
+        kind: String,
+        /// The group the rules select it in.
+        group: &'static str,
+    },
+    /// No kind at all.
+    #[error("the object names no kind")]
+    NoKind,
+    /// A Pod UPDATE other than through `ephemeralcontainers`.
+    #[error("the policy's rules select an UPDATE of a Pod only through its ephemeralcontainers subresource (kubectl debug): the API server does not send other Pod updates to the policy")]
+    PodUpdate,
+    /// A subresource (`status`, `scale`, ...).
+    #[error("the policy's rules do not select the {sub_resource} subresource of a {kind}: the API server does not send it to the policy")]
+    SubResource {
+        /// The subresource.
+        sub_resource: String,
+        /// The request's kind.
+        kind: String,
+    },
+    /// DELETE or CONNECT.
+    #[error("the policy's rules do not select {0}: the API server does not send it to the policy")]
+    Operation(Operation),
+    /// An operation word the API does not have.
+    #[error("operation {0:?} is not an admission operation: CREATE, UPDATE, DELETE or CONNECT")]
+    UnknownOperation(String),
+}
+
 /// The kind of a request the rules select, or why they do not select it.
-pub fn select(request: &Value) -> Result<Kind, String> {
+pub fn select(request: &Value) -> Result<Kind, NotSelected> {
     let text = |pointer: &str| {
         request
             .pointer(pointer)
@@ -38,45 +80,40 @@ pub fn select(request: &Value) -> Result<Kind, String> {
     let Some(selected) = selected else {
         return Err(kind_not_selected(group, text("/kind/version"), kind));
     };
-    let operation = Operation::parse(text("/operation"));
-    let sub_resource = text("/subResource");
-    match (selected, operation, sub_resource) {
-        (Kind::Pod, Some(Operation::Create), "") => Ok(selected),
-        (Kind::Pod, Some(Operation::Update), EPHEMERAL_CONTAINERS) => Ok(selected),
-        (Kind::Pod, Some(Operation::Update), "") => Err(
-            "the policy's rules select an UPDATE of a Pod only through its ephemeralcontainers subresource (kubectl debug): the API server does not send other Pod updates to the policy".to_string(),
-        ),
-        (_, Some(Operation::Create | Operation::Update), "") if selected != Kind::Pod => {
-            Ok(selected)
-        }
-        (_, Some(Operation::Create | Operation::Update), sub) => Err(format!(
-            "the policy's rules do not select the {sub} subresource of a {kind}: the API server does not send it to the policy"
-        )),
-        (_, Some(other), _) => Err(format!(
-            "the policy's rules do not select {other}: the API server does not send it to the policy"
-        )),
-        (_, None, _) => Err(format!(
-            "operation {:?} is not an admission operation: CREATE, UPDATE, DELETE or CONNECT",
-            text("/operation")
-        )),
+    let Some(operation) = Operation::parse(text("/operation")) else {
+        return Err(NotSelected::UnknownOperation(
+            text("/operation").to_string(),
+        ));
+    };
+    match (selected, operation, text("/subResource")) {
+        (Kind::Pod, Operation::Create, "") => Ok(selected),
+        (Kind::Pod, Operation::Update, EPHEMERAL_CONTAINERS) => Ok(selected),
+        (Kind::Pod, Operation::Update, "") => Err(NotSelected::PodUpdate),
+        (_, Operation::Create | Operation::Update, "") => Ok(selected),
+        (_, Operation::Create | Operation::Update, sub) => Err(NotSelected::SubResource {
+            sub_resource: sub.to_string(),
+            kind: kind.to_string(),
+        }),
+        (_, other, _) => Err(NotSelected::Operation(other)),
     }
 }
 
-fn kind_not_selected(group: &str, version: &str, kind: &str) -> String {
+fn kind_not_selected(group: &str, version: &str, kind: &str) -> NotSelected {
     let api_version = if group.is_empty() {
         version.to_string()
     } else {
         format!("{group}/{version}")
     };
     match Kind::parse(kind) {
-        Some(known) => format!(
-            "{api_version} {kind} is not the Kubernetes {kind}: the policy's rules select {kind} in the API group {:?} only",
-            known.api_group()
-        ),
-        None if kind.is_empty() => "the object names no kind".to_string(),
-        None => format!(
-            "{kind} is not one of the kinds the policy's rules select ({SUPPORTED_KINDS}): the API server does not send it to the policy"
-        ),
+        Some(known) => NotSelected::Group {
+            api_version,
+            kind: kind.to_string(),
+            group: known.api_group(),
+        },
+        None if kind.is_empty() => NotSelected::NoKind,
+        None => NotSelected::Kind {
+            kind: kind.to_string(),
+        },
     }
 }
 
@@ -118,14 +155,20 @@ mod tests {
             Ok(Kind::Pod)
         );
         let update = select(&request("v1", "Pod", Update, None)).unwrap_err();
-        assert!(update.contains("ephemeralcontainers"), "{update}");
+        assert_eq!(update, NotSelected::PodUpdate);
+        assert!(
+            update.to_string().contains("ephemeralcontainers"),
+            "{update}"
+        );
         let connect = select(&request("v1", "Pod", Connect, None)).unwrap_err();
-        assert!(connect.contains("CONNECT"), "{connect}");
+        assert!(connect.to_string().contains("CONNECT"), "{connect}");
     }
 
     #[test]
     fn other_kinds_and_groups_are_not_selected_and_say_why() {
-        let config_map = select(&request("v1", "ConfigMap", Operation::Create, None)).unwrap_err();
+        let config_map = select(&request("v1", "ConfigMap", Operation::Create, None))
+            .unwrap_err()
+            .to_string();
         assert!(
             config_map.starts_with("ConfigMap is not one of the kinds"),
             "{config_map}"
@@ -145,7 +188,8 @@ mod tests {
             Operation::Create,
             None,
         ))
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(
             volcano.contains("not the Kubernetes Job") && volcano.contains("\"batch\""),
             "{volcano}"

@@ -3,6 +3,8 @@
 //! answered, by the door (`os-placement-door`), as in the CLI and for the
 //! policy. A verdict is never a thrown exception.
 
+#![deny(missing_docs)]
+
 mod run;
 
 pub use run::{run, DocumentResult, InputError, Inputs, Landing, Outcome};

@@ -35,13 +35,17 @@ pub struct Inputs<'a> {
 pub enum Outcome {
     /// Each object was answered.
     Evaluated {
+        /// One result per object, in input order.
         documents: Vec<DocumentResult>,
         /// Problems with the node pools; the landing picture is then absent.
         #[serde(rename = "poolErrors")]
         pool_errors: Vec<InputError>,
     },
     /// The texts could not be read; nothing was evaluated.
-    InvalidInput { errors: Vec<InputError> },
+    InvalidInput {
+        /// Every problem found, each at its line.
+        errors: Vec<InputError>,
+    },
 }
 
 /// A problem in one of the inputs, at a line and column of its text.
@@ -52,7 +56,9 @@ pub struct InputError {
     pub input: &'static str,
     /// The field path, when the problem is in a field.
     pub path: Option<String>,
+    /// What is wrong, and how to fix it.
     pub message: String,
+    /// Where.
     #[serde(flatten)]
     pub at: Position,
 }
@@ -72,26 +78,38 @@ impl InputError {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DocumentResult {
+    /// 0-based position among the objects of the input.
     pub index: usize,
+    /// The object's `apiVersion`.
     pub api_version: String,
+    /// The object's `kind`.
     pub kind: String,
+    /// `metadata.name` (`generateName*`), empty when neither is set.
     pub name: String,
+    /// `metadata.namespace`, when set.
     pub namespace: Option<String>,
     /// 1-based number of the object's document, and its index in a list.
     pub document: usize,
+    /// The index in a list's `items`, when it is one.
     pub item: Option<usize>,
     /// Where the object starts in the input text.
     #[serde(flatten)]
     pub at: Position,
+    /// The admission operation of the request.
     pub operation: String,
     /// `accepted`, `rejected` or `skipped` (not a request the policy's
     /// rules select; it is admitted without asking the policy).
     pub verdict: Verdict,
+    /// Whether the object is admitted (with or without a patch; a skipped
+    /// one is: the policy is not asked).
     pub accepted: bool,
+    /// Why the policy is not asked, for a skipped object.
     pub skip_reason: Option<String>,
     /// The rejection message as the API server shows it.
     pub message: Option<String>,
+    /// Why it is rejected, each at its line.
     pub violations: Vec<Finding>,
+    /// What does not block it, each at its line.
     pub warnings: Vec<Finding>,
     /// Warnings as the API server shows them.
     pub warning_lines: Vec<String>,
@@ -99,17 +117,22 @@ pub struct DocumentResult {
     pub signals: Vec<Located<SignalReport>>,
     /// RFC 6902.
     pub patch: Value,
-    /// The object as written (normalised layout) and after the patch.
+    /// The object as written (normalised layout).
     pub before_yaml: String,
+    /// The object after the patch, keys in the written order; `None` when unchanged.
     pub after_yaml: Option<String>,
     /// The object after the policy, as JSON.
     pub mutated_object: Option<Value>,
+    /// Where its pods land on the node pools, when pools were given.
     pub landing: Option<Landing>,
 }
 
+/// Where an object's pods land on each node pool.
 #[derive(Debug, Clone, Serialize)]
 pub struct Landing {
+    /// As written.
     pub before: Value,
+    /// As admitted; `None` when rejected.
     pub after: Option<Value>,
 }
 
