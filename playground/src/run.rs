@@ -365,3 +365,65 @@ fn read_pools(text: &str, errors: &mut Vec<InputError>) -> Option<Vec<NodePool>>
         }
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+
+    fn evaluated(inputs: &Inputs<'_>) -> Value {
+        serde_json::to_value(run(inputs)).unwrap()
+    }
+
+    #[test]
+    fn what_the_rules_do_not_select_is_skipped_not_rejected() {
+        let object = "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: c}}\n- apiVersion: apps/v1\n  kind: Deployment\n  metadata: {name: d}\n  spec: {template: {spec: {nodeSelector: {kubernetes.io/os: linux}, containers: [{name: a, image: nginx}]}}}\n";
+        let result = evaluated(&Inputs {
+            object,
+            operation: "CREATE",
+            ..Inputs::default()
+        });
+        let documents = result["documents"].as_array().unwrap();
+        assert_eq!(documents.len(), 2, "{result}");
+        assert_eq!(documents[0]["verdict"], "skipped");
+        assert_eq!(documents[0]["accepted"], true);
+        assert!(documents[0]["skipReason"]
+            .as_str()
+            .unwrap()
+            .contains("ConfigMap"));
+        assert_eq!(documents[0]["patch"], json!([]));
+        assert_eq!(
+            (
+                documents[1]["verdict"].as_str(),
+                documents[1]["item"].as_u64()
+            ),
+            (Some("accepted"), Some(1))
+        );
+        assert_eq!(documents[1]["line"], 5);
+    }
+
+    #[test]
+    fn every_input_problem_is_named_at_its_line() {
+        let result = evaluated(&Inputs {
+            object: "apiVersion: v1\nkind: Pod\n---\njust: text\n",
+            facts: "imagez: {}\n",
+            operation: "CREATE",
+            ..Inputs::default()
+        });
+        assert_eq!(result["status"], "invalid-input");
+        let errors = result["errors"].as_array().unwrap();
+        let inputs: Vec<&str> = errors
+            .iter()
+            .map(|e| e["input"].as_str().unwrap())
+            .collect();
+        assert_eq!(inputs, ["object", "facts"], "{result}");
+        assert_eq!(errors[0]["line"], 4);
+        assert!(errors[1]["message"].as_str().unwrap().contains("imagez"));
+        let unknown = evaluated(&Inputs {
+            object: "apiVersion: v1\nkind: Pod\nspec: {containers: []}\n",
+            operation: "PATCH",
+            ..Inputs::default()
+        });
+        assert_eq!(unknown["errors"][0]["input"], "operation", "{unknown}");
+    }
+}
