@@ -8,11 +8,11 @@
 //!    and aliases resolved, `<<` merge keys applied, YAML 1.1 scalars such
 //!    as `yes` and `0644`), every node and key with its span. Aliases that
 //!    would expand without bound are an input error.
-//! 2. Objects ([`objects`]): every `*List` expanded into its items, an
+//! 2. Objects ([`mod@objects`]): every `*List` expanded into its items, an
 //!    AdmissionReview taken as its request, null documents dropped.
 //! 3. Requests ([`request`], [`rules`]): the AdmissionRequest the API
 //!    server sends, and whether the policy's rules select it at all.
-//! 4. Answers ([`evaluate`], [`answer`]): one serialisable [`Answer`] per
+//! 4. Answers ([`mod@evaluate`], [`answer`]): one serialisable [`Answer`] per
 //!    object, with facts from a facts file ([`facts`]) when the door has no
 //!    host.
 //!
