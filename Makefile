@@ -90,6 +90,7 @@ test: deps
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p os-placement-policy --target $(WASM_TARGET) -- -D warnings
 	$(CARGO) test -p os-placement-core
+	$(CARGO) test -p os-placement-door
 	$(build-wasm)
 	OS_PLACEMENT_WASM="$(CURDIR)/$(WASM)" $(CARGO) test -p os-placement-e2e --lib --bins --test wasm
 	$(MAKE) --no-print-directory test-context

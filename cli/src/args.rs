@@ -42,9 +42,14 @@ pub struct PolicyArgs {
     /// Settings of a known platform: examples/settings/<preset>.yaml.
     #[arg(long, value_enum)]
     pub preset: Option<Preset>,
-    /// The admission operation to simulate.
+    /// The admission operation to simulate (an AdmissionReview brings its own).
     #[arg(long, value_enum, ignore_case = true, default_value_t = OperationArg::Create)]
     pub operation: OperationArg,
+    /// What the cluster and registries hold, as the policy would look it up:
+    /// `kubectl get nodes,runtimeclasses -o yaml` output, and/or image
+    /// platforms (README, "Facts"). Without it nothing is looked up.
+    #[arg(long, value_name = "FILE")]
+    pub facts: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

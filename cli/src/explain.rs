@@ -4,24 +4,25 @@
 use std::io::{self, Write};
 
 use os_placement_core::SignalReport;
+use os_placement_door::Located;
 use serde::Serialize;
 
 use crate::args::{ExplainArgs, Format};
+use crate::engine::Policy;
+use crate::error::CliError;
 use crate::inputs::discover;
 use crate::results::{check_inputs, Entry, Status, Summary};
-use crate::{settings_or_exit, EXIT_INPUT_ERROR};
+use crate::EXIT_INPUT_ERROR;
 
-pub fn run(args: &ExplainArgs) -> io::Result<u8> {
+pub fn run(args: &ExplainArgs) -> Result<u8, CliError> {
     if args.output == Format::Junit {
-        eprintln!("os-placement: explain writes human or json output, not junit");
-        return Ok(EXIT_INPUT_ERROR);
+        return Err(CliError::Usage(
+            "explain writes human or json output, not junit",
+        ));
     }
-    let (settings, _) = match settings_or_exit(&args.policy) {
-        Ok(found) => found,
-        Err(code) => return Ok(code),
-    };
+    let policy = Policy::load(&args.policy)?;
     let inputs = discover(&args.paths);
-    let entries = check_inputs(&inputs, &settings, args.policy.operation);
+    let entries = check_inputs(&inputs, &policy.options());
     let summary = Summary::of(&entries, inputs.len());
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
@@ -59,10 +60,10 @@ fn human(out: &mut dyn Write, entries: &[Entry]) -> io::Result<()> {
                     entry.name(),
                     entry.verdict().as_str()
                 )?;
-                if outcome.signals.is_empty() && !outcome.accepted {
+                if outcome.signals.is_empty() && !outcome.accepted() {
                     // Rejected before any signal was read, e.g. a malformed pod spec.
                     for violation in &outcome.violations {
-                        writeln!(out, "  not resolved: {violation}")?;
+                        writeln!(out, "  not resolved: {}", violation.item)?;
                     }
                 } else if outcome.signals.is_empty() {
                     writeln!(
@@ -71,7 +72,7 @@ fn human(out: &mut dyn Write, entries: &[Entry]) -> io::Result<()> {
                     )?;
                 }
                 for signal in &outcome.signals {
-                    write_signal(out, signal)?;
+                    write_signal(out, &signal.item)?;
                 }
             }
         }
@@ -106,7 +107,8 @@ struct Explained<'a> {
     namespace: Option<&'a str>,
     name: Option<&'a str>,
     verdict: &'static str,
-    signals: &'a [SignalReport],
+    /// Each with `line` and `column` of its field in the input.
+    signals: &'a [Located<SignalReport>],
 }
 
 fn json(out: &mut dyn Write, entries: &[Entry]) -> io::Result<()> {

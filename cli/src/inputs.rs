@@ -4,6 +4,8 @@ use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use crate::error::CliError;
+
 /// Larger inputs are refused with a clear error instead of exhausting memory.
 pub const MAX_INPUT_BYTES: u64 = 64 * 1024 * 1024;
 
@@ -31,7 +33,7 @@ impl Source {
 #[derive(Debug)]
 pub struct Input {
     pub source: Source,
-    pub text: Result<String, String>,
+    pub text: Result<String, CliError>,
 }
 
 /// Expands the command-line operands into sources: `-` is stdin, a folder
@@ -64,9 +66,11 @@ pub fn discover(operands: &[String]) -> Vec<Input> {
     inputs
 }
 
-fn collect_manifests(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), String> {
-    let entries =
-        fs::read_dir(dir).map_err(|e| format!("cannot list folder {}: {e}", dir.display()))?;
+fn collect_manifests(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), CliError> {
+    let entries = fs::read_dir(dir).map_err(|source| CliError::List {
+        path: dir.to_path_buf(),
+        source,
+    })?;
     let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
     paths.sort();
     for path in paths {
@@ -90,36 +94,45 @@ fn has_manifest_extension(path: &Path) -> bool {
 }
 
 fn read_file(path: PathBuf) -> Input {
-    let text = fs::File::open(&path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))
-        .and_then(|file| read_limited(file, &path.display().to_string()));
+    let text = read_path(&path);
     Input {
         source: Source::File(path),
         text,
     }
 }
 
-fn read_stdin() -> Result<String, String> {
+/// The text of a file, within the size limit.
+pub fn read_path(path: &Path) -> Result<String, CliError> {
+    let name = path.display().to_string();
+    let file = fs::File::open(path).map_err(|source| CliError::Read {
+        name: name.clone(),
+        source,
+    })?;
+    read_limited(file, &name)
+}
+
+fn read_stdin() -> Result<String, CliError> {
     read_limited(std::io::stdin().lock(), "<stdin>")
 }
 
-fn read_limited(reader: impl Read, name: &str) -> Result<String, String> {
+fn read_limited(reader: impl Read, name: &str) -> Result<String, CliError> {
     let mut bytes = Vec::new();
     reader
         .take(MAX_INPUT_BYTES + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read {name}: {e}"))?;
+        .map_err(|source| CliError::Read {
+            name: name.to_owned(),
+            source,
+        })?;
     if bytes.len() as u64 > MAX_INPUT_BYTES {
-        return Err(format!(
-            "{name} is larger than {} MiB: split it into smaller files",
-            MAX_INPUT_BYTES / 1024 / 1024
-        ));
+        return Err(CliError::TooLarge {
+            name: name.to_owned(),
+            limit_mib: MAX_INPUT_BYTES / 1024 / 1024,
+        });
     }
-    String::from_utf8(bytes).map_err(|e| {
-        format!(
-            "{name} is not UTF-8 text (invalid byte at offset {})",
-            e.utf8_error().valid_up_to()
-        )
+    String::from_utf8(bytes).map_err(|e| CliError::NotUtf8 {
+        name: name.to_owned(),
+        offset: e.utf8_error().valid_up_to(),
     })
 }
 
@@ -139,13 +152,15 @@ mod tests {
     #[test]
     fn oversized_input_is_refused() {
         let big = std::io::repeat(b'a').take(MAX_INPUT_BYTES + 10);
-        let err = read_limited(big, "big.yaml").unwrap_err();
+        let err = read_limited(big, "big.yaml").unwrap_err().to_string();
         assert!(err.contains("larger than 64 MiB"), "{err}");
     }
 
     #[test]
     fn binary_input_is_refused() {
-        let err = read_limited(&b"ab\xffcd"[..], "x.yaml").unwrap_err();
+        let err = read_limited(&b"ab\xffcd"[..], "x.yaml")
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("not UTF-8") && err.contains("offset 2"),
             "{err}"

@@ -1,25 +1,25 @@
 //! `os-placement`: the os-placement admission rules over manifest files,
 //! Helm and Kustomize output, in CI pipelines and on a laptop. A thin
-//! adapter: every decision comes from `os-placement-core`.
+//! adapter: every input is read, and every object answered, by the door
+//! (`os-placement-door`) over the rule core, as in the policy.
 
 mod args;
-mod documents;
 mod engine;
+mod error;
 mod explain;
 mod fix;
 mod inputs;
 mod report;
 mod results;
-mod yaml_edit;
 
 use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
 
 use clap::Parser;
-use os_placement_core::Settings;
 
-use args::{CheckArgs, Cli, ColorChoice, Command, Format, PolicyArgs};
-use engine::{load_settings, settings_source};
+use args::{CheckArgs, Cli, ColorChoice, Command, Format};
+use engine::Policy;
+use error::CliError;
 use report::{Context, Style};
 use results::{check_inputs, Summary};
 
@@ -36,7 +36,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         // The reader went away (`| head`): nothing left to say.
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::from(1),
+        Err(CliError::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::from(1),
         Err(e) => {
             eprintln!("os-placement: {e}");
             ExitCode::from(EXIT_INPUT_ERROR)
@@ -44,26 +44,8 @@ fn main() -> ExitCode {
     }
 }
 
-/// Settings from the arguments; on error, prints every problem and returns the exit code.
-pub fn settings_or_exit(policy: &PolicyArgs) -> Result<(Settings, String), u8> {
-    let source = settings_source(policy.settings.as_deref(), policy.preset);
-    match load_settings(&source) {
-        Ok(settings) => Ok((settings, source.label())),
-        Err(problems) => {
-            eprintln!("os-placement: invalid settings:");
-            for problem in problems {
-                eprintln!("  {problem}");
-            }
-            Err(EXIT_INPUT_ERROR)
-        }
-    }
-}
-
-fn check(args: &CheckArgs) -> io::Result<u8> {
-    let (settings, label) = match settings_or_exit(&args.policy) {
-        Ok(found) => found,
-        Err(code) => return Ok(code),
-    };
+fn check(args: &CheckArgs) -> Result<u8, CliError> {
+    let policy = Policy::load(&args.policy)?;
     let inputs = inputs::discover(&args.paths);
     if inputs.is_empty() {
         eprintln!(
@@ -72,13 +54,13 @@ fn check(args: &CheckArgs) -> io::Result<u8> {
         );
         return Ok(EXIT_INPUT_ERROR);
     }
-    let entries = check_inputs(&inputs, &settings, args.policy.operation);
+    let entries = check_inputs(&inputs, &policy.options());
     let summary = Summary::of(&entries, inputs.len());
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     let context = Context {
-        settings: &label,
-        operation: args.policy.operation.to_core().as_str(),
+        settings: &policy.label,
+        operation: policy.operation.as_str(),
     };
     match args.output {
         Format::Human => {

@@ -5,9 +5,8 @@ use std::io::{self, Write};
 use serde::Serialize;
 use serde_json::Value;
 
-use os_placement_core::Diagnostic;
+use os_placement_door::{Answer, Finding};
 
-use crate::engine::Outcome;
 use crate::results::{Entry, Status, Summary, Verdict};
 
 /// What every format needs besides the entries.
@@ -77,15 +76,16 @@ pub fn human(
     writeln!(out, "{}", summary.line())
 }
 
-fn human_outcome(out: &mut dyn Write, outcome: &Outcome, style: Style) -> io::Result<()> {
+fn human_outcome(out: &mut dyn Write, outcome: &Answer, style: Style) -> io::Result<()> {
     let findings = [
         ("31", "violation", &outcome.violations),
         ("33", "warning  ", &outcome.warnings),
     ];
     for (colour, label, list) in findings {
         for finding in list {
-            let code = style.paint("2", &format!("[{}]", finding.code));
-            writeln!(out, "  {}  {finding}  {code}", style.paint(colour, label))?;
+            let code = style.paint("2", &format!("[{}]", finding.item.code));
+            let text = &finding.item;
+            writeln!(out, "  {}  {text}  {code}", style.paint(colour, label))?;
         }
     }
     for op in &outcome.patch {
@@ -122,8 +122,9 @@ struct JsonResult<'a> {
     namespace: Option<&'a str>,
     name: Option<&'a str>,
     verdict: &'static str,
-    violations: &'a [Diagnostic],
-    warnings: &'a [Diagnostic],
+    /// Each with `line` and `column` of its field in the input.
+    violations: &'a [Finding],
+    warnings: &'a [Finding],
     patch: &'a [Value],
     reason: Option<&'a str>,
 }
@@ -167,15 +168,11 @@ pub fn json(
 
 fn json_result(entry: &Entry) -> JsonResult<'_> {
     let object = entry.object.as_ref();
-    let (violations, warnings, patch, reason): (
-        &[Diagnostic],
-        &[Diagnostic],
-        &[Value],
-        Option<&str>,
-    ) = match &entry.status {
-        Status::Evaluated(o) => (&o.violations, &o.warnings, &o.patch, None),
-        Status::Skipped(reason) | Status::Error(reason) => (&[], &[], &[], Some(reason)),
-    };
+    let (violations, warnings, patch, reason): (&[Finding], &[Finding], &[Value], Option<&str>) =
+        match &entry.status {
+            Status::Evaluated(o) => (&o.violations, &o.warnings, &o.patch, None),
+            Status::Skipped(reason) | Status::Error(reason) => (&[], &[], &[], Some(reason)),
+        };
     JsonResult {
         file: &entry.file,
         line: entry.line,
@@ -234,61 +231,65 @@ fn junit_suite(out: &mut dyn Write, entries: &[Entry]) -> io::Result<()> {
         count(Verdict::Skipped)
     )?;
     for entry in entries {
-        let name = format!("{} {}", entry.name(), entry.location());
-        write!(
-            out,
-            r#"    <testcase classname="{}" name="{}""#,
-            xml(&entry.file),
-            xml(&name)
-        )?;
-        match &entry.status {
-            Status::Skipped(reason) => {
-                writeln!(
-                    out,
-                    ">\n      <skipped message=\"{}\"/>\n    </testcase>",
-                    xml(reason)
-                )?;
-            }
-            Status::Error(message) => {
-                writeln!(
-                    out,
-                    ">\n      <error message=\"{}\" type=\"input\"/>\n    </testcase>",
-                    xml(message)
-                )?;
-            }
-            Status::Evaluated(outcome) if !outcome.accepted => {
-                let lines: Vec<String> = outcome.violations.iter().map(|f| f.to_string()).collect();
-                let first_line = lines.first().map_or("rejected", String::as_str);
-                writeln!(
-                    out,
-                    ">\n      <failure message=\"{}\" type=\"rejected\">{}</failure>",
-                    xml(first_line),
-                    xml(&lines.join("\n"))
-                )?;
-                junit_system_out(out, outcome)?;
-                writeln!(out, "    </testcase>")?;
-            }
-            Status::Evaluated(outcome)
-                if outcome.warnings.is_empty() && outcome.patch.is_empty() =>
-            {
-                writeln!(out, "/>")?;
-            }
-            Status::Evaluated(outcome) => {
-                writeln!(out, ">")?;
-                junit_system_out(out, outcome)?;
-                writeln!(out, "    </testcase>")?;
-            }
-        }
+        junit_case(out, entry)?;
     }
     writeln!(out, "  </testsuite>")
 }
 
+/// One test case: a rejection is a failure, an input error an error, a
+/// skipped object skipped; warnings and the patch go to its output.
+fn junit_case(out: &mut dyn Write, entry: &Entry) -> io::Result<()> {
+    let name = format!("{} {}", entry.name(), entry.location());
+    write!(
+        out,
+        r#"    <testcase classname="{}" name="{}""#,
+        xml(&entry.file),
+        xml(&name)
+    )?;
+    match &entry.status {
+        Status::Skipped(reason) => writeln!(
+            out,
+            ">\n      <skipped message=\"{}\"/>\n    </testcase>",
+            xml(reason)
+        ),
+        Status::Error(message) => writeln!(
+            out,
+            ">\n      <error message=\"{}\" type=\"input\"/>\n    </testcase>",
+            xml(message)
+        ),
+        Status::Evaluated(outcome) if !outcome.accepted() => {
+            let lines: Vec<String> = outcome
+                .violations
+                .iter()
+                .map(|f| f.item.to_string())
+                .collect();
+            let first_line = lines.first().map_or("rejected", String::as_str);
+            writeln!(
+                out,
+                ">\n      <failure message=\"{}\" type=\"rejected\">{}</failure>",
+                xml(first_line),
+                xml(&lines.join("\n"))
+            )?;
+            junit_system_out(out, outcome)?;
+            writeln!(out, "    </testcase>")
+        }
+        Status::Evaluated(outcome) if outcome.warnings.is_empty() && outcome.patch.is_empty() => {
+            writeln!(out, "/>")
+        }
+        Status::Evaluated(outcome) => {
+            writeln!(out, ">")?;
+            junit_system_out(out, outcome)?;
+            writeln!(out, "    </testcase>")
+        }
+    }
+}
+
 /// Warnings and the patch of an object, as the test case's output.
-fn junit_system_out(out: &mut dyn Write, outcome: &Outcome) -> io::Result<()> {
+fn junit_system_out(out: &mut dyn Write, outcome: &Answer) -> io::Result<()> {
     let mut lines: Vec<String> = outcome
         .warnings
         .iter()
-        .map(|f| format!("warning: {f}"))
+        .map(|f| format!("warning: {}", f.item))
         .collect();
     lines.extend(
         outcome

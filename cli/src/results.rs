@@ -2,12 +2,8 @@
 
 use std::collections::BTreeMap;
 
-use os_placement_core::Settings;
-use serde_json::Value;
+use os_placement_door::{evaluate_text, Answer, Options, Outcome, Problem, ProblemKind};
 
-use crate::args::OperationArg;
-use crate::documents::{parse_stream, Document, Object, Parsed};
-use crate::engine::{evaluate_object, unsupported_reason, Outcome};
 use crate::inputs::Input;
 
 /// Which object: `kind/namespace/name`.
@@ -20,19 +16,12 @@ pub struct ObjectRef {
 }
 
 impl ObjectRef {
-    pub fn of(object: &Value) -> ObjectRef {
-        let text = |pointer: &str| {
-            object
-                .pointer(pointer)
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        };
+    pub fn of(answer: &Answer) -> ObjectRef {
         ObjectRef {
-            api_version: text("/apiVersion").unwrap_or_default(),
-            kind: text("/kind").unwrap_or_default(),
-            namespace: text("/metadata/namespace"),
-            name: text("/metadata/name")
-                .or_else(|| text("/metadata/generateName").map(|prefix| format!("{prefix}*"))),
+            api_version: answer.api_version.clone(),
+            kind: answer.kind.clone(),
+            namespace: answer.namespace.clone(),
+            name: answer.name.clone(),
         }
     }
 
@@ -48,8 +37,9 @@ impl ObjectRef {
 
 #[derive(Debug, Clone)]
 pub enum Status {
-    Evaluated(Box<Outcome>),
-    /// Not a kind the policy evaluates: why.
+    /// The policy's answer: accepted (maybe with a patch) or rejected.
+    Evaluated(Box<Answer>),
+    /// Not a request the policy's rules select: why.
     Skipped(String),
     /// Unreadable input, broken YAML, not a Kubernetes object.
     Error(String),
@@ -84,17 +74,66 @@ pub struct Entry {
     pub column: Option<usize>,
     /// 1-based number of the document in its input.
     pub document: Option<usize>,
-    /// Index in a `List`'s items.
+    /// Index in a list's items.
     pub item: Option<usize>,
     pub object: Option<ObjectRef>,
     pub status: Status,
 }
 
 impl Entry {
+    /// The entry of an answer.
+    pub fn answered(file: &str, answer: Answer) -> Entry {
+        Entry {
+            file: file.to_owned(),
+            line: Some(answer.at.line),
+            column: None,
+            document: Some(answer.at.document),
+            item: answer.at.item,
+            object: Some(ObjectRef::of(&answer)),
+            status: match &answer.skip_reason {
+                Some(reason) => Status::Skipped(reason.clone()),
+                None => Status::Evaluated(Box::new(answer)),
+            },
+        }
+    }
+
+    /// The entry of a part of the input that is not an object.
+    pub fn problem(file: &str, problem: Problem) -> Entry {
+        let (column, message) = match problem.kind {
+            ProblemKind::Syntax => (
+                Some(problem.at.column),
+                format!("not valid YAML: {}", problem.message),
+            ),
+            ProblemKind::NotAnObject => (None, problem.message),
+        };
+        Entry {
+            file: file.to_owned(),
+            line: Some(problem.at.line),
+            column,
+            document: Some(problem.document),
+            item: problem.item,
+            object: None,
+            status: Status::Error(message),
+        }
+    }
+
+    /// The entry of an input that could not be read.
+    pub fn unreadable(file: &str, message: String) -> Entry {
+        Entry {
+            file: file.to_owned(),
+            line: None,
+            column: None,
+            document: None,
+            item: None,
+            object: None,
+            status: Status::Error(message),
+        }
+    }
+
     pub fn verdict(&self) -> Verdict {
         match &self.status {
-            Status::Evaluated(o) if !o.accepted => Verdict::Rejected,
-            Status::Evaluated(o) if o.patched() => Verdict::Patched,
+            Status::Evaluated(a) if !a.accepted() => Verdict::Rejected,
+            Status::Evaluated(a) if a.patched() => Verdict::Patched,
             Status::Evaluated(_) => Verdict::Accepted,
             Status::Skipped(_) => Verdict::Skipped,
             Status::Error(_) => Verdict::Error,
@@ -110,7 +149,7 @@ impl Entry {
         }
     }
 
-    /// The object reference, with `items[i]` for an item of a `List`.
+    /// The object reference, with `items[i]` for an item of a list.
     pub fn name(&self) -> String {
         let object = self
             .object
@@ -195,91 +234,26 @@ impl Summary {
     }
 }
 
-/// Evaluates every object of every input.
-pub fn check_inputs(inputs: &[Input], settings: &Settings, operation: OperationArg) -> Vec<Entry> {
+/// Evaluates every object of every input through the door.
+pub fn check_inputs(inputs: &[Input], options: &Options<'_>) -> Vec<Entry> {
     let mut entries = Vec::new();
     for input in inputs {
         let file = input.source.name();
         let text = match &input.text {
             Ok(text) => text,
             Err(e) => {
-                entries.push(error_entry(&file, None, None, None, e.clone()));
+                entries.push(Entry::unreadable(&file, e.to_string()));
                 continue;
             }
         };
-        for parsed in parse_stream(text) {
-            match parsed {
-                Parsed::Error(e) => entries.push(error_entry(
-                    &file,
-                    Some(e.line),
-                    e.column,
-                    Some(e.number),
-                    format!("not valid YAML: {}", e.message),
-                )),
-                Parsed::Document(document) => {
-                    entries.extend(check_document(&file, &document, settings, operation));
-                }
-            }
-        }
+        entries.extend(
+            evaluate_text(text, options)
+                .into_iter()
+                .map(|outcome| match outcome {
+                    Outcome::Answer(answer) => Entry::answered(&file, *answer),
+                    Outcome::Problem(problem) => Entry::problem(&file, problem),
+                }),
+        );
     }
     entries
-}
-
-/// The entries of one document: one per object, or one error.
-pub fn check_document(
-    file: &str,
-    document: &Document,
-    settings: &Settings,
-    operation: OperationArg,
-) -> Vec<Entry> {
-    match &document.objects {
-        Err(e) => vec![error_entry(
-            file,
-            Some(document.line),
-            None,
-            Some(document.number),
-            e.clone(),
-        )],
-        Ok(objects) => objects
-            .iter()
-            .map(|object| Entry {
-                file: file.to_owned(),
-                line: Some(object.line.unwrap_or(document.line)),
-                column: None,
-                document: Some(document.number),
-                item: object.item,
-                object: Some(ObjectRef::of(&object.value)),
-                status: status_of(object, settings, operation),
-            })
-            .collect(),
-    }
-}
-
-fn status_of(object: &Object, settings: &Settings, operation: OperationArg) -> Status {
-    match unsupported_reason(&object.value) {
-        Some(reason) => Status::Skipped(reason),
-        None => Status::Evaluated(Box::new(evaluate_object(
-            &object.value,
-            settings,
-            operation,
-        ))),
-    }
-}
-
-fn error_entry(
-    file: &str,
-    line: Option<usize>,
-    column: Option<usize>,
-    document: Option<usize>,
-    message: String,
-) -> Entry {
-    Entry {
-        file: file.to_owned(),
-        line,
-        column,
-        document,
-        item: None,
-        object: None,
-        status: Status::Error(message),
-    }
 }

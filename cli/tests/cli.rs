@@ -1,13 +1,9 @@
 //! The `os-placement` binary end to end: formats, exit codes, stdin,
 //! streams, `fix`, and the shared corpus.
-// Helpers outside #[test] functions may fail loudly too.
-#![allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
-
-mod common;
 
 use std::path::Path;
 
-use common::{assert_snapshot, code, corpus, run, stderr, stdout};
+use crate::common::{assert_snapshot, code, corpus, run, stderr, stdout};
 use serde_json::Value;
 
 const EKS: &[&str] = &["--preset", "eks"];
@@ -115,7 +111,7 @@ fn exit_codes() {
         "{text}"
     );
     assert!(
-        text.contains("tests/fixtures/broken.yaml:17:1: error: not valid YAML: did not find expected ',' or ']', while parsing a flow sequence at line 16 column 11"),
+        text.contains("tests/fixtures/broken.yaml:17:1: error: not valid YAML: while parsing a flow sequence, expected ',' or ']'"),
         "file:line:column of the YAML error: {text}"
     );
     assert!(text.contains("tests/fixtures/broken.yaml:18: error: document is not a Kubernetes object: apiVersion is missing"), "{text}");
@@ -437,4 +433,88 @@ fn corpus_fix_is_idempotent_and_passes_check() {
         checked["summary"]["rejected"],
         before["summary"]["rejected"]
     );
+}
+
+#[test]
+fn anchors_that_multiply_the_document_are_an_input_error_and_the_rest_is_checked() {
+    let mut bomb = String::from("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: lol}\ndata:\n  a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
+    for (name, previous) in ["b", "c", "d", "e", "f", "g", "h", "i"]
+        .iter()
+        .zip(["a", "b", "c", "d", "e", "f", "g", "h"])
+    {
+        let aliases = vec![format!("*{previous}"); 9].join(", ");
+        bomb.push_str(&format!("  {name}: &{name} [{aliases}]\n"));
+    }
+    bomb.push_str("---\napiVersion: v1\nkind: Pod\nmetadata: {name: after}\nspec: {containers: [{name: c, image: busybox}]}\n");
+    let output = check(&["-"], &["-o", "json"], Some(bomb.as_bytes()));
+    assert_eq!(code(&output), 2, "{}", stderr(&output));
+    let report = json_report(&output);
+    let reason = report["results"][0]["reason"].as_str().unwrap();
+    assert!(reason.contains("billion laughs"), "{reason}");
+    assert_eq!(report["results"][1]["name"], "after");
+    assert_eq!(
+        report["results"][1]["verdict"], "patched",
+        "defaults place it on Linux"
+    );
+}
+
+#[test]
+fn facts_answer_the_lookups_and_a_bad_facts_file_is_named() {
+    let inputs = "../door/tests/inputs";
+    let with = |facts: &str| {
+        check(
+            &[&format!("{inputs}/with-facts.yaml")],
+            &[
+                "-o",
+                "json",
+                "--settings",
+                &format!("{inputs}/settings-inventory.yaml"),
+                "--facts",
+                facts,
+            ],
+            None,
+        )
+    };
+    let output = with(&format!("{inputs}/facts.yaml"));
+    assert_eq!(code(&output), 1, "{}", stderr(&output));
+    let verdicts = verdicts(&json_report(&output));
+    assert!(
+        verdicts.contains(&("Pod/names-a-missing-class".into(), "rejected".into())),
+        "{verdicts:?}"
+    );
+    assert!(
+        verdicts.contains(&("Deployment/billing".into(), "patched".into())),
+        "{verdicts:?}"
+    );
+    // Without facts nothing is looked up: the class is taken on trust.
+    let without = check(
+        &[&format!("{inputs}/with-facts.yaml")],
+        &[
+            "-o",
+            "json",
+            "--settings",
+            &format!("{inputs}/settings-inventory.yaml"),
+        ],
+        None,
+    );
+    assert_eq!(code(&without), 0, "{}", stdout(&without));
+    let dir = std::env::temp_dir().join(format!("os-placement-cli-facts-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("facts.yaml");
+    std::fs::write(&bad, "imagez: {}\n").unwrap();
+    let output = with(bad.to_str().unwrap());
+    assert_eq!(code(&output), 2);
+    assert!(
+        stdout(&output).is_empty(),
+        "nothing is checked with bad facts"
+    );
+    assert!(
+        stderr(&output).contains(&format!(
+            "invalid facts: {}:1:9: unknown key \"imagez\"",
+            bad.display()
+        )),
+        "{}",
+        stderr(&output)
+    );
+    std::fs::remove_dir_all(dir).unwrap();
 }

@@ -1,20 +1,17 @@
 //! The CLI's verdicts equal those of the built policy `.wasm`, run in
 //! wasmtime as policy-server runs it, on the examples and the corpus, for
 //! every example settings file.
-#![allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
-
-mod common;
 
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use common::{code, corpus, repo_root, run_in, stdout};
+use crate::common::{code, corpus, repo_root, run_in, stdout};
 use os_placement_e2e::{admission_request, read_yaml, wasm_path, PolicyModule};
 use serde_json::Value;
 
 /// The built module, or None (a visible skip) outside CI.
-fn module() -> Option<PolicyModule> {
+pub fn module() -> Option<PolicyModule> {
     let path = wasm_path();
     if !path.is_file() {
         let message = format!(
@@ -44,7 +41,7 @@ fn manifest_files(dirs: &[PathBuf]) -> Vec<PathBuf> {
 
 /// Applies the RFC 6902 operations the policy emits: `add`, and `replace`
 /// or `remove` of object members.
-fn apply(object: &Value, patch: &[Value]) -> Value {
+pub fn apply(object: &Value, patch: &[Value]) -> Value {
     let mut object = object.clone();
     for op in patch {
         let path = op["path"].as_str().unwrap();
@@ -88,7 +85,8 @@ fn cli_results(settings: &Path, dirs: &[PathBuf]) -> BTreeMap<String, Value> {
         .collect()
 }
 
-fn lines(findings: &Value) -> Vec<String> {
+/// Findings as the API server shows them: `path: message; fix`.
+pub fn lines(findings: &Value) -> Vec<String> {
     findings
         .as_array()
         .unwrap()
@@ -125,7 +123,7 @@ fn rule_warnings(warnings: &[String]) -> Vec<&String> {
 
 /// The CLI prints warnings in full; the policy truncates them to the API
 /// server's 256 characters, ending with `…`.
-fn same_or_truncated(full: &str, shown: &str) -> bool {
+pub fn same_or_truncated(full: &str, shown: &str) -> bool {
     full == shown
         || shown
             .strip_suffix('…')
@@ -144,8 +142,7 @@ fn cli_verdicts_equal_the_wasm_verdicts() {
     settings_files.sort();
     let mut compared = 0;
     for settings_file in &settings_files {
-        let settings: Value =
-            serde_yaml_ng::from_str(&std::fs::read_to_string(settings_file).unwrap()).unwrap();
+        let settings = read_yaml(settings_file).unwrap();
         let settings = without_facts(settings);
         let results = cli_results(settings_file, &dirs);
         for file in &files {

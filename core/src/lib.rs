@@ -37,6 +37,13 @@ pub use input::settings::{
     Settings, SettingsError, TaintSetting, SETTING_KEYS,
 };
 
+/// Host answers read as facts: the JSON a Kubewarden host returns (or
+/// `kubectl get -o json` prints) for an image index, an image config, a
+/// RuntimeClass or a Node.
+pub mod host_answers {
+    pub use crate::input::host_answers::*;
+}
+
 // What the rules read from a pod, for tools that explain a decision.
 pub use placement::landing::{landing, Fit, PoolLanding};
 pub use placement::ownership::ADDED_ANNOTATION;

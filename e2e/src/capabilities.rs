@@ -15,7 +15,7 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
@@ -294,6 +294,24 @@ pub struct Cluster {
     allowed: Option<BTreeSet<(String, String)>>,
 }
 
+/// The Kubernetes objects of a YAML or JSON text, read by the door (lists
+/// expanded, null documents dropped).
+pub fn objects_of(text: &str) -> Result<Vec<Value>> {
+    let mut objects = Vec::new();
+    for document in os_placement_door::read_stream(text) {
+        let document = document.map_err(|broken| anyhow!("{}", broken.error))?;
+        for found in os_placement_door::objects(&document) {
+            match found {
+                os_placement_door::Found::Object(subject) => objects.push(subject.object),
+                os_placement_door::Found::NotAnObject(problem) => {
+                    bail!("line {}: {}", problem.at.line, problem.message)
+                }
+            }
+        }
+    }
+    Ok(objects)
+}
+
 /// Kinds every cluster serves, even with no object of them.
 const BUILT_IN: [(&str, &str); 2] = [("v1", "Node"), ("node.k8s.io/v1", "RuntimeClass")];
 
@@ -309,20 +327,20 @@ impl Cluster {
         let mut objects = Vec::new();
         for file in files {
             let text = std::fs::read_to_string(&file)?;
-            for document in serde_yaml::Deserializer::from_str(&text) {
-                let value = Value::deserialize(document)
-                    .with_context(|| format!("{}: not YAML", file.display()))?;
-                match value.get("items").and_then(Value::as_array) {
-                    Some(items) => objects.extend(items.iter().cloned()),
-                    None if value.is_null() => {}
-                    None => objects.push(value),
-                }
-            }
+            objects.extend(
+                objects_of(&text)
+                    .with_context(|| format!("{}: not a cluster fixture", file.display()))?,
+            );
         }
-        Ok(Self {
+        Ok(Self::from_objects(objects))
+    }
+
+    /// A cluster holding these objects.
+    pub fn from_objects(objects: Vec<Value>) -> Self {
+        Self {
             objects,
             allowed: None,
-        })
+        }
     }
 
     /// Only these `(apiVersion, kind)` may be read, as a policy's

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
+use os_placement_door::read_one;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -59,27 +60,16 @@ pub fn read_yaml(path: &Path) -> Result<Value> {
     parse_single_yaml(&text).with_context(|| format!("cannot parse {}", path.display()))
 }
 
-/// Parses text holding exactly one non-empty YAML document.
+/// Parses text holding at most one non-null YAML document, as the door
+/// reads it (as kubectl does); none is `null`.
 pub fn parse_single_yaml(text: &str) -> Result<Value> {
-    let mut documents = Vec::new();
-    for document in serde_yaml::Deserializer::from_str(text) {
-        let value = Value::deserialize(document)?;
-        if !value.is_null() {
-            documents.push(value);
-        }
-    }
-    match documents.len() {
-        0 => Ok(Value::Null),
-        1 => Ok(documents.pop().unwrap_or_default()),
-        n => bail!("{n} YAML documents where one is expected"),
-    }
+    Ok(read_one(text)?.map_or(Value::Null, |root| root.to_json()))
 }
 
 /// Loads the case list; paths inside stay relative (see [`Case::resolve`]).
 pub fn load_cases(path: &Path) -> Result<Vec<Case>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let cases: Vec<Case> = serde_yaml::from_str(&text)
+    let list = read_yaml(path)?;
+    let cases: Vec<Case> = serde_json::from_value(list)
         .with_context(|| format!("{} is not a list of cases", path.display()))?;
     let mut seen = std::collections::BTreeSet::new();
     for case in &cases {
@@ -262,9 +252,13 @@ mod tests {
         }
     }
 
+    fn cases_of(text: &str) -> serde_json::Result<Vec<Case>> {
+        serde_json::from_value(parse_single_yaml(text).unwrap())
+    }
+
     #[test]
     fn parses_case_list() {
-        let cases: Vec<Case> = serde_yaml::from_str(
+        let cases: Vec<Case> = cases_of(
             r#"
 - name: a
   manifest: examples/manifests/a.yaml
@@ -295,7 +289,7 @@ mod tests {
 
     #[test]
     fn rejects_misspelt_keys() {
-        let err = serde_yaml::from_str::<Vec<Case>>(
+        let err = cases_of(
             "- {name: a, manifest: x.yaml, expect: {accepted: true, messageContain: [x]}}",
         )
         .unwrap_err();

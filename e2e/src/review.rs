@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Result};
 use base64::Engine as _;
+use os_placement_door::review;
 use serde_json::{json, Map, Value};
 
 use crate::host::{Evaluation, PolicyModule};
@@ -69,29 +70,16 @@ impl LoadedPolicy {
     }
 }
 
-/// The `request` of an `admission.k8s.io/v1` AdmissionReview.
+/// The `request` of an `admission.k8s.io/v1` AdmissionReview, read by the door.
 pub fn review_request(review: &Value) -> Result<&Value> {
-    let api_version = review.get("apiVersion").and_then(Value::as_str);
-    let kind = review.get("kind").and_then(Value::as_str);
-    if api_version != Some("admission.k8s.io/v1") || kind != Some("AdmissionReview") {
-        bail!(
-            "not an admission.k8s.io/v1 AdmissionReview (apiVersion {api_version:?}, kind {kind:?})"
-        );
+    if review.get("apiVersion").and_then(Value::as_str) != Some(review::ADMISSION_V1) {
+        let api_version = review.get("apiVersion");
+        bail!("not an admission.k8s.io/v1 AdmissionReview (apiVersion {api_version:?})");
     }
-    review
-        .get("request")
-        .filter(|r| r.is_object())
-        .ok_or_else(|| anyhow!("request: the AdmissionReview carries no request"))
+    Ok(review::review_request(review)?)
 }
 
-/// Wraps an AdmissionRequest in an AdmissionReview, as the API server sends it.
-pub fn review_of(request: &Value) -> Value {
-    json!({
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": request,
-    })
-}
+pub use review::review_of;
 
 fn rejection(uid: &str, message: &str, code: u16) -> Value {
     json!({

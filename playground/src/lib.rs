@@ -1,13 +1,13 @@
 //! Browser adapter of os-placement: the texts of the playground's editors
-//! in, a tagged JSON result out, decided by the same rule core as the
-//! Kubewarden policy. A verdict is never a thrown exception.
+//! in, a tagged JSON result out. Every input is read, and every object
+//! answered, by the door (`os-placement-door`), as in the CLI and for the
+//! policy. A verdict is never a thrown exception.
 
-mod emit;
-mod request;
+#![deny(missing_docs)]
+
 mod run;
-mod tree;
 
-pub use run::{run, DocumentResult, InputError, Inputs, Outcome};
+pub use run::{run, DocumentResult, InputError, Inputs, Landing, Outcome};
 
 use wasm_bindgen::prelude::wasm_bindgen;
 
@@ -19,7 +19,9 @@ pub fn start() {
 
 /// Evaluates the object text against the settings text and returns the
 /// [`Outcome`] as JSON: `{"status": "evaluated", ...}` or
-/// `{"status": "invalid-input", "errors": [...]}`.
+/// `{"status": "invalid-input", "errors": [...]}`. `facts` is optional (the
+/// page may call with five arguments): what the cluster and registries
+/// hold, as for the CLI's `--facts`; empty or absent means no lookups.
 #[wasm_bindgen]
 pub fn evaluate(
     object: &str,
@@ -27,6 +29,7 @@ pub fn evaluate(
     operation: &str,
     old_object: &str,
     pools: &str,
+    facts: Option<String>,
 ) -> String {
     let outcome = run(&Inputs {
         object,
@@ -34,6 +37,7 @@ pub fn evaluate(
         operation,
         old_object,
         pools,
+        facts: facts.as_deref().unwrap_or(""),
     });
     serde_json::to_string(&outcome).unwrap_or_else(|e| {
         serde_json::json!({"status": "invalid-input", "errors": [
@@ -47,11 +51,11 @@ pub fn evaluate(
 /// index and the presets with it.
 #[wasm_bindgen]
 pub fn yaml_to_json(text: &str) -> String {
-    let result = match tree::parse_documents(text) {
-        Ok(docs) => serde_json::json!({
-            "ok": docs.first().map(tree::Node::to_json).unwrap_or_default()
-        }),
-        Err(e) => serde_json::json!({ "error": e }),
+    let first = os_placement_door::read_stream(text).into_iter().next();
+    let result = match first {
+        None => serde_json::json!({ "ok": null }),
+        Some(Ok(document)) => serde_json::json!({ "ok": document.root.to_json() }),
+        Some(Err(broken)) => serde_json::json!({ "error": broken.error }),
     };
     result.to_string()
 }

@@ -1,121 +1,169 @@
 //! One evaluation: the texts of the editors in, the tagged result out.
-//! Every rule decision is the core's; this only reads text, points field
-//! paths at lines and renders YAML.
+//! The door reads the texts and answers each object; this only adds what
+//! the page shows besides (YAML before and after, the landing picture).
 
-use os_placement_core::{landing, pools_from_value, Diagnostic, Settings, SignalReport};
+use os_placement_core::{landing, pools_from_value, Node as Pool, Settings, SignalReport};
+use os_placement_door::emit::{ordered_like, to_yaml};
+use os_placement_door::{
+    evaluate, objects, read_one, read_settings, read_stream, Answer, Finding, Found, HostFacts,
+    Located, Node, Options, Position, SettingsTextError, Subject, TextError, Verdict,
+};
 use serde::Serialize;
 use serde_json::{json, Value};
-
-use crate::emit::to_yaml;
-use crate::request::{admission_request, Subject};
-use crate::tree::{parse_documents, Node, Position, TextError};
 
 /// What the page sends.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Inputs<'a> {
     /// The object under review: YAML or JSON, a Pod, a workload, a list,
-    /// a multi-document stream or a full AdmissionReview.
+    /// a multi-document stream or AdmissionReviews.
     pub object: &'a str,
     /// The policy settings; empty means all defaults.
     pub settings: &'a str,
-    /// `CREATE`, `UPDATE`, `DELETE` or `CONNECT` (ignored for an AdmissionReview).
+    /// `CREATE`, `UPDATE`, `DELETE` or `CONNECT` (an AdmissionReview brings its own).
     pub operation: &'a str,
     /// The object before an UPDATE; empty for none.
     pub old_object: &'a str,
     /// Node pools for the landing picture; empty for none.
     pub pools: &'a str,
+    /// What the cluster and registries hold (a facts file); empty: no lookups.
+    pub facts: &'a str,
 }
 
 /// The tagged result.
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "status", rename_all = "kebab-case")]
 pub enum Outcome {
-    /// Each document was evaluated.
+    /// Each object was answered.
     Evaluated {
+        /// One result per object, in input order.
         documents: Vec<DocumentResult>,
         /// Problems with the node pools; the landing picture is then absent.
         #[serde(rename = "poolErrors")]
         pool_errors: Vec<InputError>,
     },
     /// The texts could not be read; nothing was evaluated.
-    InvalidInput { errors: Vec<InputError> },
+    InvalidInput {
+        /// Every problem found, each at its line.
+        errors: Vec<InputError>,
+    },
 }
 
 /// A problem in one of the inputs, at a line and column of its text.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
+#[error("{input} line {}, column {}: {message}", at.line, at.column)]
 pub struct InputError {
-    /// `object`, `settings`, `oldObject` or `pools`.
+    /// `object`, `settings`, `oldObject`, `pools` or `facts`.
     pub input: &'static str,
     /// The field path, when the problem is in a field.
     pub path: Option<String>,
+    /// What is wrong, and how to fix it.
     pub message: String,
+    /// Where.
     #[serde(flatten)]
     pub at: Position,
 }
 
-/// A diagnostic of the core, with where its path is written.
-#[derive(Debug, Clone, Serialize)]
-pub struct Located<T> {
-    #[serde(flatten)]
-    pub item: T,
-    #[serde(flatten)]
-    pub at: Position,
+impl InputError {
+    fn text(input: &'static str, error: TextError) -> InputError {
+        InputError {
+            input,
+            path: None,
+            message: error.message,
+            at: error.at,
+        }
+    }
 }
 
+/// The answer about one object, with what the page shows besides.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DocumentResult {
+    /// 0-based position among the objects of the input.
     pub index: usize,
+    /// The object's `apiVersion`.
+    pub api_version: String,
+    /// The object's `kind`.
     pub kind: String,
+    /// `metadata.name` (`generateName*`), empty when neither is set.
     pub name: String,
+    /// `metadata.namespace`, when set.
+    pub namespace: Option<String>,
+    /// 1-based number of the object's document, and its index in a list.
+    pub document: usize,
+    /// The index in a list's `items`, when it is one.
+    pub item: Option<usize>,
     /// Where the object starts in the input text.
     #[serde(flatten)]
     pub at: Position,
+    /// The admission operation of the request.
+    pub operation: String,
+    /// `accepted`, `rejected` or `skipped` (not a request the policy's
+    /// rules select; it is admitted without asking the policy).
+    pub verdict: Verdict,
+    /// Whether the object is admitted (with or without a patch; a skipped
+    /// one is: the policy is not asked).
     pub accepted: bool,
+    /// Why the policy is not asked, for a skipped object.
+    pub skip_reason: Option<String>,
     /// The rejection message as the API server shows it.
     pub message: Option<String>,
-    pub violations: Vec<Located<Diagnostic>>,
-    pub warnings: Vec<Located<Diagnostic>>,
+    /// Why it is rejected, each at its line.
+    pub violations: Vec<Finding>,
+    /// What does not block it, each at its line.
+    pub warnings: Vec<Finding>,
     /// Warnings as the API server shows them.
     pub warning_lines: Vec<String>,
     /// Which field said which OS and build, as the core read them.
     pub signals: Vec<Located<SignalReport>>,
     /// RFC 6902.
     pub patch: Value,
-    /// The object as written (normalised layout) and after the patch.
+    /// The object as written (normalised layout).
     pub before_yaml: String,
+    /// The object after the patch, keys in the written order; `None` when unchanged.
     pub after_yaml: Option<String>,
     /// The object after the policy, as JSON.
     pub mutated_object: Option<Value>,
+    /// Where its pods land on the node pools, when pools were given.
     pub landing: Option<Landing>,
 }
 
+/// Where an object's pods land on each node pool.
 #[derive(Debug, Clone, Serialize)]
 pub struct Landing {
+    /// As written.
     pub before: Value,
+    /// As admitted; `None` when rejected.
     pub after: Option<Value>,
 }
 
-/// Evaluates every document of the object text.
+/// Evaluates every object of the object text.
 pub fn run(inputs: &Inputs<'_>) -> Outcome {
     let mut errors = Vec::new();
-    let settings = read_settings(inputs.settings, &mut errors);
-    let subjects = read_subjects(inputs, &mut errors);
-    let old = read_single(inputs.old_object, "oldObject", &mut errors);
-    let (settings, Some(subjects)) = (settings, subjects) else {
+    let settings = read_page_settings(inputs.settings, &mut errors);
+    let subjects = read_subjects(inputs.object, &mut errors);
+    let old = read_old_object(inputs.old_object, &mut errors);
+    let facts = read_facts(inputs.facts, &mut errors);
+    let operation = operation(inputs.operation, &mut errors);
+    let (Some(settings), Some(subjects), Some(operation)) = (settings, subjects, operation) else {
         return Outcome::InvalidInput { errors };
     };
-    let Some(settings) = settings.filter(|_| errors.is_empty()) else {
+    if !errors.is_empty() {
         return Outcome::InvalidInput { errors };
-    };
+    }
     let mut pool_errors = Vec::new();
     let pools = read_pools(inputs.pools, &mut pool_errors);
+    let options = Options {
+        settings: &settings,
+        operation,
+        old_object: old.as_ref(),
+        facts: facts.as_ref(),
+    };
     let documents = subjects
         .iter()
         .enumerate()
         .map(|(index, subject)| {
-            let request = admission_request(subject, inputs.operation, old.as_ref());
-            evaluate_one(index, subject, &request, &settings, pools.as_deref())
+            let answer = evaluate(&options.call(subject));
+            document_result(index, subject, answer, &settings, pools.as_deref())
         })
         .collect();
     Outcome::Evaluated {
@@ -124,68 +172,57 @@ pub fn run(inputs: &Inputs<'_>) -> Outcome {
     }
 }
 
-fn evaluate_one(
+fn document_result(
     index: usize,
     subject: &Subject,
-    request: &Value,
+    answer: Answer,
     settings: &Settings,
-    pools: Option<&[os_placement_core::Node]>,
+    pools: Option<&[Pool]>,
 ) -> DocumentResult {
-    let decision = crate::request::evaluate(request, settings);
-    let node = &subject.object;
-    let locate = |d: &Diagnostic| Located {
-        at: node.locate(&d.path),
-        item: d.clone(),
-    };
-    let object = node.to_json();
-    let text = |key: &str| {
-        object
-            .pointer(key)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string()
-    };
-    let mut after = decision.mutated_object.as_ref().map(|_| node.clone());
-    for op in &decision.patch {
-        if let Some(after) = after.as_mut() {
-            after.add(&op.path, &op.value);
-        }
-    }
-    let landing = pools.map(|pools| Landing {
-        before: landing_json(&object, pools, settings),
-        after: decision
-            .mutated_object
-            .as_ref()
-            .or(decision.accepted.then_some(&object))
-            .map(|o| landing_json(o, pools, settings)),
-    });
+    let landing = pools
+        .filter(|_| answer.verdict != Verdict::Skipped)
+        .map(|pools| Landing {
+            before: landing_json(&subject.object, pools, settings),
+            after: answer
+                .mutated_object
+                .as_ref()
+                .or(answer.accepted().then_some(&subject.object))
+                .map(|o| landing_json(o, pools, settings)),
+        });
+    let after_yaml = answer
+        .mutated_object
+        .as_ref()
+        .map(|mutated| to_yaml(&ordered_like(Some(&subject.node), mutated)));
     DocumentResult {
         index,
-        kind: text("/kind"),
-        name: text("/metadata/name"),
-        at: node.at,
-        accepted: decision.accepted,
-        message: decision.message(),
-        violations: decision.violations.iter().map(locate).collect(),
-        warnings: decision.warnings.iter().map(locate).collect(),
-        warning_lines: decision.warning_lines(),
-        signals: decision
-            .signals
-            .iter()
-            .map(|s| Located {
-                at: node.locate(&s.path),
-                item: s.clone(),
-            })
-            .collect(),
-        patch: serde_json::to_value(&decision.patch).unwrap_or(Value::Null),
-        before_yaml: to_yaml(node),
-        after_yaml: after.as_ref().map(to_yaml),
-        mutated_object: decision.mutated_object.clone(),
+        name: answer.name.clone().unwrap_or_default(),
+        document: answer.at.document,
+        item: answer.at.item,
+        at: Position {
+            line: answer.at.line,
+            column: answer.at.column,
+        },
+        accepted: answer.accepted(),
+        patch: Value::Array(answer.patch),
+        before_yaml: to_yaml(&subject.node),
+        after_yaml,
         landing,
+        api_version: answer.api_version,
+        kind: answer.kind,
+        namespace: answer.namespace,
+        operation: answer.operation,
+        verdict: answer.verdict,
+        skip_reason: answer.skip_reason,
+        message: answer.message,
+        violations: answer.violations,
+        warnings: answer.warnings,
+        warning_lines: answer.warning_lines,
+        signals: answer.signals,
+        mutated_object: answer.mutated_object,
     }
 }
 
-fn landing_json(object: &Value, pools: &[os_placement_core::Node], settings: &Settings) -> Value {
+fn landing_json(object: &Value, pools: &[Pool], settings: &Settings) -> Value {
     match landing(object, pools, settings) {
         Ok(found) => json!({"pools": found}),
         Err(problems) => {
@@ -194,24 +231,37 @@ fn landing_json(object: &Value, pools: &[os_placement_core::Node], settings: &Se
     }
 }
 
-fn text_error(input: &'static str, e: TextError) -> InputError {
-    InputError {
-        input,
-        path: None,
-        message: e.message,
-        at: e.at,
-    }
-}
-
-fn read_subjects(inputs: &Inputs<'_>, errors: &mut Vec<InputError>) -> Option<Vec<Subject>> {
-    let docs = match parse_documents(inputs.object) {
-        Ok(docs) => docs,
-        Err(e) => {
-            errors.push(text_error("object", e));
-            return None;
+/// Every object of the text; a document that is not valid, or not a
+/// Kubernetes object, is an input error (the page evaluates all or nothing).
+fn read_subjects(text: &str, errors: &mut Vec<InputError>) -> Option<Vec<Subject>> {
+    let mut subjects = Vec::new();
+    let before = errors.len();
+    for document in read_stream(text) {
+        let document = match document {
+            Ok(document) => document,
+            Err(broken) => {
+                errors.push(InputError::text("object", broken.error));
+                continue;
+            }
+        };
+        for found in objects(&document) {
+            match found {
+                Found::Object(subject) => subjects.push(*subject),
+                Found::NotAnObject(problem) => errors.push(InputError {
+                    input: "object",
+                    path: None,
+                    message: problem.message,
+                    at: Position {
+                        line: problem.at.line,
+                        column: problem.at.column,
+                    },
+                }),
+            }
         }
-    };
-    let subjects = crate::request::subjects(docs);
+    }
+    if errors.len() > before {
+        return None;
+    }
     if subjects.is_empty() {
         errors.push(InputError {
             input: "object",
@@ -224,38 +274,67 @@ fn read_subjects(inputs: &Inputs<'_>, errors: &mut Vec<InputError>) -> Option<Ve
     Some(subjects)
 }
 
-fn read_single(text: &str, input: &'static str, errors: &mut Vec<InputError>) -> Option<Value> {
-    match parse_documents(text) {
-        Ok(docs) => docs.first().map(Node::to_json).filter(|v| !v.is_null()),
+fn read_old_object(text: &str, errors: &mut Vec<InputError>) -> Option<Value> {
+    match read_one(text) {
+        Ok(root) => root.as_ref().map(Node::to_json),
         Err(e) => {
-            errors.push(text_error(input, e));
+            errors.push(InputError::text("oldObject", e));
             None
         }
     }
 }
 
-fn read_settings(text: &str, errors: &mut Vec<InputError>) -> Option<Settings> {
-    let docs = match parse_documents(text) {
-        Ok(docs) => docs,
+fn read_facts(text: &str, errors: &mut Vec<InputError>) -> Option<HostFacts> {
+    if text.trim().is_empty() {
+        return None;
+    }
+    match HostFacts::read(text) {
+        Ok(facts) => Some(facts),
         Err(e) => {
-            errors.push(text_error("settings", e));
-            return None;
+            errors.push(InputError::text("facts", e));
+            None
         }
-    };
-    let root = docs.into_iter().next();
-    let value = root.as_ref().map(Node::to_json).unwrap_or(Value::Null);
-    match Settings::from_value(&value) {
+    }
+}
+
+/// The page's operation; empty means `CREATE`.
+fn operation(text: &str, errors: &mut Vec<InputError>) -> Option<os_placement_core::Operation> {
+    if text.is_empty() {
+        return Some(os_placement_core::Operation::Create);
+    }
+    let parsed = os_placement_core::Operation::parse(text);
+    if parsed.is_none() {
+        errors.push(InputError {
+            input: "operation",
+            path: None,
+            message: format!(
+                "{text:?} is not an admission operation: CREATE, UPDATE, DELETE or CONNECT"
+            ),
+            at: Position { line: 1, column: 1 },
+        });
+    }
+    parsed
+}
+
+fn read_page_settings(text: &str, errors: &mut Vec<InputError>) -> Option<Settings> {
+    match read_settings(text) {
         Ok(settings) => Some(settings),
-        Err(e) => {
-            for (path, message) in crate::request::settings_problems(&e) {
+        Err(SettingsTextError::Text(e)) => {
+            errors.push(InputError::text("settings", e));
+            None
+        }
+        Err(SettingsTextError::Invalid { error, at }) => {
+            for (problem, at) in error.problems.into_iter().zip(at) {
+                let message = if problem.fix.is_empty() {
+                    problem.message
+                } else {
+                    format!("{}; {}", problem.message, problem.fix)
+                };
                 errors.push(InputError {
                     input: "settings",
-                    at: root
-                        .as_ref()
-                        .map(|r| r.locate(&path))
-                        .unwrap_or(Position { line: 1, column: 1 }),
-                    path: Some(path),
+                    path: Some(problem.path),
                     message,
+                    at,
                 });
             }
             None
@@ -263,11 +342,11 @@ fn read_settings(text: &str, errors: &mut Vec<InputError>) -> Option<Settings> {
     }
 }
 
-fn read_pools(text: &str, errors: &mut Vec<InputError>) -> Option<Vec<os_placement_core::Node>> {
-    let root = match parse_documents(text) {
-        Ok(docs) => docs.into_iter().next()?,
+fn read_pools(text: &str, errors: &mut Vec<InputError>) -> Option<Vec<Pool>> {
+    let root = match read_one(text) {
+        Ok(root) => root?,
         Err(e) => {
-            errors.push(text_error("pools", e));
+            errors.push(InputError::text("pools", e));
             return None;
         }
     };
@@ -284,5 +363,67 @@ fn read_pools(text: &str, errors: &mut Vec<InputError>) -> Option<Vec<os_placeme
             }));
             None
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+
+    fn evaluated(inputs: &Inputs<'_>) -> Value {
+        serde_json::to_value(run(inputs)).unwrap()
+    }
+
+    #[test]
+    fn what_the_rules_do_not_select_is_skipped_not_rejected() {
+        let object = "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: c}}\n- apiVersion: apps/v1\n  kind: Deployment\n  metadata: {name: d}\n  spec: {template: {spec: {nodeSelector: {kubernetes.io/os: linux}, containers: [{name: a, image: nginx}]}}}\n";
+        let result = evaluated(&Inputs {
+            object,
+            operation: "CREATE",
+            ..Inputs::default()
+        });
+        let documents = result["documents"].as_array().unwrap();
+        assert_eq!(documents.len(), 2, "{result}");
+        assert_eq!(documents[0]["verdict"], "skipped");
+        assert_eq!(documents[0]["accepted"], true);
+        assert!(documents[0]["skipReason"]
+            .as_str()
+            .unwrap()
+            .contains("ConfigMap"));
+        assert_eq!(documents[0]["patch"], json!([]));
+        assert_eq!(
+            (
+                documents[1]["verdict"].as_str(),
+                documents[1]["item"].as_u64()
+            ),
+            (Some("accepted"), Some(1))
+        );
+        assert_eq!(documents[1]["line"], 5);
+    }
+
+    #[test]
+    fn every_input_problem_is_named_at_its_line() {
+        let result = evaluated(&Inputs {
+            object: "apiVersion: v1\nkind: Pod\n---\njust: text\n",
+            facts: "imagez: {}\n",
+            operation: "CREATE",
+            ..Inputs::default()
+        });
+        assert_eq!(result["status"], "invalid-input");
+        let errors = result["errors"].as_array().unwrap();
+        let inputs: Vec<&str> = errors
+            .iter()
+            .map(|e| e["input"].as_str().unwrap())
+            .collect();
+        assert_eq!(inputs, ["object", "facts"], "{result}");
+        assert_eq!(errors[0]["line"], 4);
+        assert!(errors[1]["message"].as_str().unwrap().contains("imagez"));
+        let unknown = evaluated(&Inputs {
+            object: "apiVersion: v1\nkind: Pod\nspec: {containers: []}\n",
+            operation: "PATCH",
+            ..Inputs::default()
+        });
+        assert_eq!(unknown["errors"][0]["input"], "operation", "{unknown}");
     }
 }

@@ -143,6 +143,7 @@ fn examples_match_the_policy() {
             operation: &case.operation,
             old_object: &old,
             pools: "",
+            facts: "",
         };
         diffs.extend(compare(
             &case.name,

@@ -12,6 +12,9 @@
 //! | `kubernetes` / `get_resource` | once per `spec.runtimeClassName` not declared in settings `runtimeClasses` | `{"api_version":"node.k8s.io/v1","kind":"RuntimeClass","name":N,"namespace":null,"disable_cache":false,"field_masks":null}` | the RuntimeClass: `handler`, `scheduling.nodeSelector`, `scheduling.tolerations`. An error whose text contains `not found` (any case), `NotFound`, or policy-server's `Cannot find <apiVersion>/<Kind> named '<name>'` means the class does not exist |
 //! | `kubernetes` / `list_resources_all` | at most once per request, when `nodeInventory` is `warn`/`reject` or `windowsTaint: fromNodes` | `{"api_version":"v1","kind":"Node","label_selector":null,"field_selector":null,"field_masks":["metadata.name","metadata.labels","spec.taints","status.nodeInfo.operatingSystem","status.nodeInfo.architecture","status.nodeInfo.kernelVersion"]}` | a List `{"items":[Node...]}`: OS from `kubernetes.io/os` label else `nodeInfo.operatingSystem`; build from `node.kubernetes.io/windows-build` label else the first three parts of `nodeInfo.kernelVersion` |
 //!
+//! The answers are read by `os_placement_core::host_answers`, which the CLI
+//! and the playground use for their facts files too.
+//!
 //! Not asked for: images when the pod's own fields already conflict or fix
 //! the placement (a Linux selector; Windows with one build, HostProcess, or
 //! `pinWindowsBuild: false`). Each distinct reference is asked for once.
@@ -24,12 +27,10 @@
 //! class, or Nodes) and the error (`lookupFailure: reject` makes an image
 //! lookup failure a rejection).
 
-use std::collections::BTreeMap;
-
-use os_placement_core::{
-    ClusterRuntimeClass, CollectOrdered, Facts, ImageFacts, Needs, Node, NodeFacts, Platform,
-    RuntimeClassFacts, SchedulingFacts, Taint,
-};
+use os_placement_core::host_answers::{self, ManifestAnswer};
+use os_placement_core::CollectOrdered;
+use os_placement_core::{Facts, Needs};
+use os_placement_core::{ImageFacts, NodeFacts, Platform, RuntimeClassFacts};
 use serde_json::{json, Value};
 
 /// Answers host calls; the module uses waPC, tests a fake.
@@ -97,34 +98,16 @@ fn image_facts(image: &str, host: &dyn Host) -> ImageFacts {
 }
 
 fn image_platforms(image: &str, host: &dyn Host) -> Result<Vec<Platform>, String> {
-    let manifest = call_json(host, "oci", "v1/oci_manifest", &json!(image))?;
-    if let Some(entries) = manifest.get("manifests").and_then(Value::as_array) {
-        // An OCI image index or a Docker manifest list.
-        return Ok(entries
-            .iter()
-            .filter_map(|e| platform(e.get("platform")?))
-            .collect());
+    let answer = call_json(host, "oci", "v1/oci_manifest", &json!(image))?;
+    match host_answers::manifest(&answer).map_err(|e| e.to_string())? {
+        ManifestAnswer::Index(platforms) => Ok(platforms),
+        ManifestAnswer::Image => {
+            let answer = call_json(host, "oci", "v1/oci_manifest_config", &json!(image))?;
+            host_answers::manifest_config(&answer)
+                .map(|p| vec![p])
+                .map_err(|e| e.to_string())
+        }
     }
-    if manifest.get("config").is_none() {
-        return Err("the registry answered neither an image index nor an image manifest".into());
-    }
-    let answer = call_json(host, "oci", "v1/oci_manifest_config", &json!(image))?;
-    let config = answer
-        .get("config")
-        .ok_or("the manifest config answer has no config")?;
-    platform(config)
-        .map(|p| vec![p])
-        .ok_or_else(|| "the image config names no os".to_string())
-}
-
-/// `{os, os.version, architecture}` of an index entry's platform or a config.
-fn platform(value: &Value) -> Option<Platform> {
-    let text = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_string);
-    Some(Platform {
-        os: text("os")?,
-        os_version: text("os.version"),
-        architecture: text("architecture"),
-    })
 }
 
 fn runtime_class(name: &str, host: &dyn Host) -> RuntimeClassFacts {
@@ -137,50 +120,10 @@ fn runtime_class(name: &str, host: &dyn Host) -> RuntimeClassFacts {
         "field_masks": null,
     });
     match call_json(host, "kubernetes", "get_resource", &request) {
-        Ok(rc) => RuntimeClassFacts::Found(ClusterRuntimeClass {
-            handler: rc
-                .get("handler")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string(),
-            scheduling: scheduling(rc.get("scheduling")),
-            isolation: None,
-        }),
+        Ok(rc) => RuntimeClassFacts::Found(host_answers::runtime_class(&rc)),
         Err(e) if is_not_found(&e) => RuntimeClassFacts::Missing,
         Err(e) => RuntimeClassFacts::LookupFailed(e),
     }
-}
-
-/// `scheduling` read field by field: the module already carries the
-/// toleration parser, not one for the whole struct.
-fn scheduling(value: Option<&Value>) -> SchedulingFacts {
-    let Some(value) = value else {
-        return SchedulingFacts::default();
-    };
-    SchedulingFacts {
-        node_selector: string_map(value.get("nodeSelector")),
-        tolerations: value
-            .get("tolerations")
-            .and_then(Value::as_array)
-            .map(|items| {
-                items
-                    .iter()
-                    .filter_map(|t| serde_json::from_value(t.clone()).ok())
-                    .collect()
-            })
-            .unwrap_or_default(),
-    }
-}
-
-fn string_map(value: Option<&Value>) -> BTreeMap<String, String> {
-    value
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                .collect_map()
-        })
-        .unwrap_or_default()
 }
 
 /// The Kubernetes API's 404, as the host passes it on; policy-server words
@@ -211,60 +154,9 @@ fn nodes(host: &dyn Host) -> NodeFacts {
         "field_masks": NODE_FIELD_MASKS,
     });
     match call_json(host, "kubernetes", "list_resources_all", &request) {
-        Ok(list) => match list.get("items").and_then(Value::as_array) {
-            Some(items) => NodeFacts::Listed(items.iter().map(node).collect()),
-            None => NodeFacts::LookupFailed("the Node list has no items".into()),
-        },
+        Ok(list) => host_answers::node_list(&list)
+            .unwrap_or_else(|e| NodeFacts::LookupFailed(e.to_string())),
         Err(e) => NodeFacts::LookupFailed(e),
-    }
-}
-
-fn node(item: &Value) -> Node {
-    let text = |pointer: &str| {
-        item.pointer(pointer)
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    };
-    let labels = string_map(item.pointer("/metadata/labels"));
-    let os = labels
-        .get("kubernetes.io/os")
-        .cloned()
-        .or_else(|| text("/status/nodeInfo/operatingSystem"));
-    // A Windows kernel version is the build with a revision: 10.0.20348.2700.
-    let windows_build = labels
-        .get("node.kubernetes.io/windows-build")
-        .cloned()
-        .or_else(|| {
-            let kernel = text("/status/nodeInfo/kernelVersion")?;
-            let parts: Vec<&str> = kernel.split('.').take(3).collect();
-            (os.as_deref() == Some("windows") && parts.len() == 3).then(|| parts.join("."))
-        });
-    let taints = item
-        .pointer("/spec/taints")
-        .and_then(Value::as_array)
-        .map(|ts| {
-            ts.iter()
-                .filter_map(|t| {
-                    let text = |key: &str| t.get(key).and_then(Value::as_str).map(str::to_string);
-                    Some(Taint {
-                        key: text("key")?,
-                        value: text("value").unwrap_or_default(),
-                        effect: text("effect")?,
-                    })
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    Node {
-        name: text("/metadata/name").unwrap_or_default(),
-        architecture: labels
-            .get("kubernetes.io/arch")
-            .cloned()
-            .or_else(|| text("/status/nodeInfo/architecture")),
-        os,
-        windows_build,
-        labels,
-        taints,
     }
 }
 

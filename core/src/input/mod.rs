@@ -2,6 +2,7 @@
 //! the facts an adapter gathered outside the request, as plain data.
 
 pub mod facts;
+pub mod host_answers;
 pub mod node;
 pub mod pod;
 pub mod review;

@@ -1,0 +1,386 @@
+//! Facts files: what the cluster and the registries would answer the
+//! policy's host calls, for the doors that have no host (the CLI and the
+//! playground). A facts file is one or more YAML or JSON documents, each
+//! either
+//!
+//! - the core's [`Facts`] form: `images` (reference: `{platforms: [...]}`,
+//!   `{lookupFailed: ...}`, or what the registry serves: an image index or
+//!   manifest list, an `oci_manifest_config` answer, an image config),
+//!   `runtimeClasses` (name: `{found: ...}`, `missing`, `{lookupFailed: ...}`,
+//!   or a RuntimeClass object), `nodes` (`{listed: [...]}`, or a list of
+//!   Node objects); or
+//! - Kubernetes objects as `kubectl get nodes,runtimeclasses -o yaml` (or
+//!   `-o json`) prints them: Nodes and RuntimeClasses, alone or in a List.
+//!
+//! The file then answers as a host would ([`HostFacts::answer`]): what it
+//! holds is found; an image it lacks is a failed lookup; a RuntimeClass it
+//! lacks does not exist when the file lists RuntimeClass objects (a cluster
+//! listing holds them all), else it is a failed lookup; no Nodes is a failed
+//! Node list. The same facts then give the same answer through every door.
+
+use std::collections::BTreeMap;
+
+use os_placement_core::host_answers::{self, AnswerProblem, ManifestAnswer};
+use os_placement_core::{
+    Facts, ImageFacts, Needs, Node as ClusterNode, NodeFacts, Platform, RuntimeClassFacts,
+};
+use serde::de::DeserializeOwned;
+
+use crate::error::TextError;
+use crate::node::{Data, Node};
+use crate::objects::type_name;
+use crate::stream::read_stream;
+
+/// What a facts file holds, ready to answer a request's [`Needs`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HostFacts {
+    images: BTreeMap<String, ImageFacts>,
+    runtime_classes: BTreeMap<String, RuntimeClassFacts>,
+    /// RuntimeClass objects were listed: a name not among them does not exist.
+    listed_runtime_classes: bool,
+    nodes: Option<NodeFacts>,
+}
+
+const EXPECTED: &str = "a facts file holds images, runtimeClasses and nodes (the policy's facts), or Node and RuntimeClass objects (kubectl get nodes,runtimeclasses -o yaml)";
+
+impl HostFacts {
+    /// Reads a facts file; an error names where and what is wrong.
+    pub fn read(text: &str) -> Result<HostFacts, TextError> {
+        let mut facts = HostFacts::default();
+        for document in read_stream(text) {
+            let document = document.map_err(|broken| broken.error)?;
+            facts.add_document(&document.root)?;
+        }
+        Ok(facts)
+    }
+
+    /// Whether the file held nothing.
+    pub fn is_empty(&self) -> bool {
+        *self == HostFacts::default()
+    }
+
+    /// The facts the policy would gather for `needs` from a host that
+    /// answers from this file.
+    pub fn answer(&self, needs: &Needs) -> Facts {
+        let mut facts = Facts::default();
+        for image in &needs.images {
+            let found = self.images.get(image).cloned().unwrap_or_else(|| {
+                ImageFacts::LookupFailed("the facts file has no platforms for it".to_string())
+            });
+            facts.images.insert(image.clone(), found);
+        }
+        for name in &needs.runtime_classes {
+            let found = match self.runtime_classes.get(name) {
+                Some(found) => found.clone(),
+                None if self.listed_runtime_classes => RuntimeClassFacts::Missing,
+                None => RuntimeClassFacts::LookupFailed(
+                    "the facts file lists no RuntimeClasses".to_string(),
+                ),
+            };
+            facts.runtime_classes.insert(name.clone(), found);
+        }
+        if needs.nodes {
+            facts.nodes = Some(self.nodes.clone().unwrap_or_else(|| {
+                NodeFacts::LookupFailed("the facts file lists no Nodes".to_string())
+            }));
+        }
+        facts
+    }
+
+    fn add_document(&mut self, root: &Node) -> Result<(), TextError> {
+        match &root.data {
+            Data::Null => Ok(()),
+            Data::Map(_) if root.get("kind").is_some() => self.add_object(root, "document"),
+            Data::Map(entries) => {
+                for entry in entries {
+                    match entry.key.as_str() {
+                        "images" => self.add_images(&entry.value)?,
+                        "runtimeClasses" => self.add_runtime_classes(&entry.value)?,
+                        "nodes" => self.add_nodes(&entry.value)?,
+                        other => {
+                            return Err(problem(
+                                &entry.value,
+                                format!("unknown key {other:?}: {EXPECTED}"),
+                            ))
+                        }
+                    }
+                }
+                Ok(())
+            }
+            other => Err(problem(
+                root,
+                format!("the document is {}: {EXPECTED}", type_name(other)),
+            )),
+        }
+    }
+
+    /// A Node, a RuntimeClass, or a list of them.
+    fn add_object(&mut self, node: &Node, what: &str) -> Result<(), TextError> {
+        let kind = node.text("kind").unwrap_or("");
+        match (kind, node.get("items")) {
+            ("Node", _) => self.push_node(host_answers::node(&node.to_json())),
+            ("RuntimeClass", _) => {
+                let name = node
+                    .get("metadata")
+                    .and_then(|m| m.text("name"))
+                    .unwrap_or("");
+                if name.is_empty() {
+                    return Err(problem(
+                        node,
+                        format!("{what}: a RuntimeClass without metadata.name"),
+                    ));
+                }
+                self.listed_runtime_classes = true;
+                self.runtime_classes.insert(
+                    name.to_string(),
+                    RuntimeClassFacts::Found(host_answers::runtime_class(&node.to_json())),
+                );
+            }
+            (
+                kind,
+                Some(Node {
+                    data: Data::Seq(items),
+                    ..
+                }),
+            ) if kind.ends_with("List") => {
+                for (i, item) in items.iter().enumerate() {
+                    self.add_object(item, &format!("items[{i}]"))?;
+                }
+            }
+            (kind, _) => return Err(problem(node, format!("{what} is a {kind}: {EXPECTED}"))),
+        }
+        Ok(())
+    }
+
+    fn push_node(&mut self, node: ClusterNode) {
+        match &mut self.nodes {
+            Some(NodeFacts::Listed(nodes)) => nodes.push(node),
+            _ => self.nodes = Some(NodeFacts::Listed(vec![node])),
+        }
+    }
+
+    fn add_images(&mut self, images: &Node) -> Result<(), TextError> {
+        let Data::Map(entries) = &images.data else {
+            return Err(problem(
+                images,
+                format!(
+                    "images is {}: map each image reference to its platforms",
+                    type_name(&images.data)
+                ),
+            ));
+        };
+        for entry in entries {
+            let facts = image_facts(&entry.value, &entry.key)?;
+            self.images.insert(entry.key.clone(), facts);
+        }
+        Ok(())
+    }
+
+    fn add_runtime_classes(&mut self, classes: &Node) -> Result<(), TextError> {
+        let Data::Map(entries) = &classes.data else {
+            return Err(problem(
+                classes,
+                format!(
+                    "runtimeClasses is {}: map each RuntimeClass name to what the cluster has",
+                    type_name(&classes.data)
+                ),
+            ));
+        };
+        for entry in entries {
+            let value = entry.value.to_json();
+            let facts = if value.get("handler").is_some() || value.get("kind").is_some() {
+                RuntimeClassFacts::Found(host_answers::runtime_class(&value))
+            } else {
+                parse(&entry.value, &format!("runtimeClasses[{:?}]", entry.key))?
+            };
+            self.runtime_classes.insert(entry.key.clone(), facts);
+        }
+        Ok(())
+    }
+
+    fn add_nodes(&mut self, nodes: &Node) -> Result<(), TextError> {
+        match &nodes.data {
+            Data::Seq(items) => {
+                for item in items {
+                    self.push_node(host_answers::node(&item.to_json()));
+                }
+                Ok(())
+            }
+            _ => match parse::<NodeFacts>(nodes, "nodes")? {
+                NodeFacts::Listed(listed) => {
+                    listed.into_iter().for_each(|n| self.push_node(n));
+                    Ok(())
+                }
+                failed => {
+                    self.nodes = Some(failed);
+                    Ok(())
+                }
+            },
+        }
+    }
+}
+
+/// An image's platforms in the policy's form, or as its registry serves them.
+fn image_facts(node: &Node, image: &str) -> Result<ImageFacts, TextError> {
+    let fail = |message: String| problem(node, format!("images[{image:?}]: {message}"));
+    let value = node.to_json();
+    if value.get("platforms").is_some() || value.get("lookupFailed").is_some() {
+        return serde_json::from_value(value).map_err(|e| fail(e.to_string()));
+    }
+    let answer = |read: Result<Platform, AnswerProblem>| read.map_err(|e| fail(e.to_string()));
+    let platforms = if value.get("manifests").is_some() {
+        match host_answers::manifest(&value).map_err(|e| fail(e.to_string()))? {
+            ManifestAnswer::Index(platforms) => platforms,
+            ManifestAnswer::Image => return Err(fail(MANIFEST_WITHOUT_PLATFORM.into())),
+        }
+    } else if value.get("config").is_some() && value.get("manifest").is_some() {
+        vec![answer(host_answers::manifest_config(&value))?]
+    } else if value.get("os").is_some() {
+        vec![answer(host_answers::image_config(&value))?]
+    } else if value.get("config").is_some() {
+        return Err(fail(MANIFEST_WITHOUT_PLATFORM.into()));
+    } else {
+        return Err(fail("expected {platforms: [...]}, {lookupFailed: ...}, an image index (manifests), or an image config (os, architecture, os.version)".into()));
+    };
+    Ok(ImageFacts::Platforms(platforms))
+}
+
+const MANIFEST_WITHOUT_PLATFORM: &str = "an image manifest names no platform: give its image index, or its config (os, architecture, os.version)";
+
+fn parse<T: DeserializeOwned>(node: &Node, what: &str) -> Result<T, TextError> {
+    serde_json::from_value(node.to_json()).map_err(|e| problem(node, format!("{what}: {e}")))
+}
+
+fn problem(node: &Node, message: String) -> TextError {
+    TextError {
+        message,
+        at: node.span.at,
+    }
+}
+
+/// Reads a facts file: see [`HostFacts::read`].
+pub fn read_facts(text: &str) -> Result<HostFacts, TextError> {
+    HostFacts::read(text)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+mod tests {
+    use super::*;
+    use os_placement_core::Platform;
+
+    const KUBECTL: &str = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata:\n    name: win-1\n    labels: {kubernetes.io/os: windows, node.kubernetes.io/windows-build: 10.0.20348}\n  spec:\n    taints: [{key: os, value: windows, effect: NoSchedule}]\n- apiVersion: node.k8s.io/v1\n  kind: RuntimeClass\n  metadata: {name: windows-2022}\n  handler: runhcs-wcow-process\n  scheduling:\n    nodeSelector: {kubernetes.io/os: windows}\n";
+
+    fn needs(images: &[&str], classes: &[&str], nodes: bool) -> Needs {
+        Needs {
+            images: images.iter().map(|s| s.to_string()).collect(),
+            runtime_classes: classes.iter().map(|s| s.to_string()).collect(),
+            nodes,
+        }
+    }
+
+    #[test]
+    fn kubectl_output_is_taken_as_it_is() {
+        let facts = HostFacts::read(KUBECTL).unwrap();
+        let answer = facts.answer(&needs(&[], &["windows-2022", "gone"], true));
+        let nodes = answer.listed_nodes().unwrap();
+        assert_eq!(nodes.len(), 1);
+        assert_eq!(nodes[0].windows_build.as_deref(), Some("10.0.20348"));
+        assert!(
+            matches!(&answer.runtime_classes["windows-2022"], RuntimeClassFacts::Found(rc) if rc.handler == "runhcs-wcow-process")
+        );
+        assert_eq!(
+            answer.runtime_classes["gone"],
+            RuntimeClassFacts::Missing,
+            "a listing holds every class"
+        );
+        // The same as JSON.
+        let json =
+            serde_json::to_string(&crate::stream::read_one(KUBECTL).unwrap().unwrap().to_json())
+                .unwrap();
+        assert_eq!(HostFacts::read(&json).unwrap(), facts);
+    }
+
+    #[test]
+    fn the_policy_form_and_registry_answers_are_read() {
+        let text = r#"
+images:
+  registry.example/app:1: {platforms: [{os: windows, osVersion: 10.0.17763.1}]}
+  registry.example/down:1: {lookupFailed: timeout}
+  registry.example/multi:1:
+    mediaType: application/vnd.oci.image.index.v1+json
+    manifests:
+    - {digest: "sha256:a", platform: {os: linux, architecture: arm64}}
+  registry.example/single:1: {os: windows, os.version: 10.0.20348.1, architecture: amd64}
+runtimeClasses:
+  hyperv: {found: {handler: runhcs-wcow-hypervisor}}
+  gone: missing
+"#;
+        let facts = HostFacts::read(text).unwrap();
+        let answer = facts.answer(&needs(
+            &[
+                "registry.example/app:1",
+                "registry.example/down:1",
+                "registry.example/multi:1",
+                "registry.example/single:1",
+                "unknown:1",
+            ],
+            &["hyperv", "gone", "other"],
+            true,
+        ));
+        let platforms = |image: &str| match &answer.images[image] {
+            ImageFacts::Platforms(p) => p.clone(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            platforms("registry.example/app:1")[0].os_version.as_deref(),
+            Some("10.0.17763.1")
+        );
+        assert_eq!(
+            platforms("registry.example/multi:1"),
+            [Platform {
+                os: "linux".into(),
+                os_version: None,
+                architecture: Some("arm64".into())
+            }]
+        );
+        assert_eq!(platforms("registry.example/single:1")[0].os, "windows");
+        assert_eq!(
+            answer.images["registry.example/down:1"],
+            ImageFacts::LookupFailed("timeout".into())
+        );
+        assert!(
+            matches!(&answer.images["unknown:1"], ImageFacts::LookupFailed(e) if e.contains("facts file"))
+        );
+        assert_eq!(answer.runtime_classes["gone"], RuntimeClassFacts::Missing);
+        assert!(
+            matches!(
+                &answer.runtime_classes["other"],
+                RuntimeClassFacts::LookupFailed(_)
+            ),
+            "no listing: unknown"
+        );
+        assert!(matches!(answer.nodes, Some(NodeFacts::LookupFailed(_))));
+        // Nothing asked, nothing answered.
+        assert!(facts.answer(&Needs::default()).is_empty());
+    }
+
+    #[test]
+    fn problems_are_named_with_their_place() {
+        let e = HostFacts::read("imagez: {}\n").unwrap_err();
+        assert!(e.message.starts_with("unknown key \"imagez\""), "{e}");
+        let e =
+            HostFacts::read("apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Pod}\n")
+                .unwrap_err();
+        assert_eq!(
+            (e.at.line, e.message.starts_with("items[0] is a Pod")),
+            (4, true),
+            "{e}"
+        );
+        let e = HostFacts::read("images:\n  a:1: {config: {digest: x}}\n").unwrap_err();
+        assert!(e.message.contains("names no platform"), "{e}");
+        let e = HostFacts::read("runtimeClasses:\n  x: maybe\n").unwrap_err();
+        assert!(e.message.starts_with("runtimeClasses[\"x\"]"), "{e}");
+        assert!(HostFacts::read("").unwrap().is_empty());
+    }
+}
