@@ -1059,3 +1059,14 @@ fn linux_taint_has_the_shape_and_checks_of_windows_taint() {
         &["expected an object", "\"fromNodes\""],
     );
 }
+
+/// kubectl reads manifests as YAML 1.1 (sigs.k8s.io/yaml over go-yaml):
+/// an unquoted `off` arrives as `false`. It means `off`; `true` means nothing.
+#[test]
+fn false_reads_as_off_where_off_is_a_choice() {
+    let s = ok(json!({"imageLookup": false, "nodeInventory": false}));
+    assert_eq!(s.image_lookup, ImageLookup::Off);
+    assert_eq!(s.node_inventory, NodeInventory::Off);
+    one_problem(json!({"imageLookup": true}), "imageLookup", &["expected a string", "a boolean"]);
+    one_problem(json!({"lookupFailure": false}), "lookupFailure", &["expected a string"]);
+}

@@ -252,6 +252,13 @@ macro_rules! word_setting {
 /// The index of the word `value` holds among `words`; a problem naming
 /// the words otherwise.
 pub fn read_word(value: &Value, at: &At<'_>, words: &[&str]) -> Option<usize> {
+    // YAML 1.1, as kubectl reads manifests, turns an unquoted `off` into
+    // `false`: the cluster hands the policy `false` for `off`.
+    if *value == Value::Bool(false) {
+        if let Some(off) = words.iter().position(|w| *w == "off") {
+            return Some(off);
+        }
+    }
     let Some(word) = value.as_str() else {
         return wrong("a string", value, at);
     };
