@@ -716,7 +716,7 @@ mod tests {
 
     #[test]
     fn registry_down_is_an_error_naming_the_image() {
-        let port = crate::registry::free_port().unwrap();
+        let port = xtask::local::registry::free_port().unwrap();
         let registries = Registries::new(&[format!("127.0.0.1:{port}")]).unwrap();
         let host = ContextHost::new().with_registries(registries);
         let image = format!("127.0.0.1:{port}/corp/billing:4.2");

@@ -4,7 +4,11 @@
 //! ```text
 //! os-placement-eval [--wasm PATH] [--root DIR] [--cases FILE]
 //! os-placement-eval [--wasm PATH] --review FILE [--settings FILE]
+//! os-placement-eval [--wasm PATH] --protocol-version
 //! ```
+//!
+//! `--protocol-version` prints the waPC protocol version the module answers
+//! (what `cargo xtask annotate --protocol-version` embeds, as kwctl asks it).
 //!
 //! `--review` takes an `admission.k8s.io/v1` AdmissionReview (JSON or YAML)
 //! and prints the AdmissionReview response policy-server would send, from a
@@ -35,6 +39,7 @@ use os_placement_e2e::{
 const USAGE: &str = "\
 usage: os-placement-eval [--wasm PATH] [--root DIR] [--cases FILE]
        os-placement-eval [--wasm PATH] --review FILE [--settings FILE]
+       os-placement-eval [--wasm PATH] --protocol-version
 
   --wasm PATH          policy module (default: <root>/target/wasm32-wasip1/release/os_placement_policy.opt.wasm)
   --root DIR           repository root; case paths are relative to it
@@ -42,6 +47,7 @@ usage: os-placement-eval [--wasm PATH] [--root DIR] [--cases FILE]
   --cases FILE         case list (default: <root>/examples/cases.yaml)
   --review FILE        an AdmissionReview (JSON or YAML); prints the AdmissionReview response
   --settings FILE      settings for --review (default: {})
+  --protocol-version   print the module's protocol version (asked through waPC)
 
 To check your own manifests: os-placement check FILE|DIR|- (cargo install --path cli)";
 
@@ -52,6 +58,7 @@ struct Args {
     cases: Option<PathBuf>,
     settings: Option<PathBuf>,
     review: Option<PathBuf>,
+    protocol_version: bool,
 }
 
 enum Parsed {
@@ -64,6 +71,10 @@ fn parse_args(mut argv: impl Iterator<Item = String>) -> Result<Parsed> {
     while let Some(flag) = argv.next() {
         if flag == "-h" || flag == "--help" {
             return Ok(Parsed::Help);
+        }
+        if flag == "--protocol-version" {
+            args.protocol_version = true;
+            continue;
         }
         let (name, inline) = match flag.split_once('=') {
             Some((name, value)) => (name.to_owned(), Some(value.to_owned())),
@@ -142,6 +153,13 @@ fn run(args: &Args, out: &mut dyn Write) -> Result<bool> {
         );
     }
 
+    if args.protocol_version {
+        let version = PolicyModule::compile(&wasm)?
+            .instantiate()?
+            .protocol_version()?;
+        writeln!(out, "{version}")?;
+        return Ok(true);
+    }
     if let Some(review) = &args.review {
         return review_once(&wasm, review, args.settings.as_deref(), out);
     }

@@ -7,7 +7,7 @@ use os_placement_e2e::host::HostCalls;
 use os_placement_e2e::images::{LTSC2019, LTSC2022, LTSC2025};
 use serde_json::{json, Value};
 
-use crate::support::{context, registry_with_images};
+use super::support::{context, registry_with_images};
 
 fn call(
     host: &dyn HostCalls,

@@ -7,7 +7,7 @@ use std::path::Path;
 use os_placement_e2e::{read_yaml, repo_root};
 use serde_json::{json, Value};
 
-use crate::host;
+use super::host;
 
 fn metadata() -> Value {
     read_yaml(&repo_root().join("metadata.yml")).unwrap()
