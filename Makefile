@@ -209,10 +209,12 @@ tools: deps
 	mkdir -p $(dir $(TRUST_CONFIG))
 	$(VENV)/bin/python xtask/trust_config.py $(TRUST_CONFIG)
 
-# SPDX 2.3 JSON of the module's crates (Cargo.lock, the policy package and what it uses).
+# SPDX 2.3 JSON of the module's crates (Cargo.lock, the policy package and what
+# it uses), by cargo-sbom, made valid SPDX by `cargo xtask sbom`.
 sbom: tools
-	cargo sbom --cargo-package os-placement-policy --output-format spdx_json_2_3 > $(SBOM)
-	@echo "$(SBOM): $$(grep -c '"SPDXID"' $(SBOM)) SPDX elements"
+	mkdir -p target/tools
+	cargo sbom --cargo-package os-placement-policy --output-format spdx_json_2_3 > target/tools/cargo-sbom.spdx.json
+	$(XTASK) sbom target/tools/cargo-sbom.spdx.json --output-path $(SBOM)
 
 # Two builds of this commit in different directories give the same policy.wasm. A full
 # second build of the module (a few minutes): its own target, not part of `make test`.

@@ -12,6 +12,7 @@ usage: cargo xtask annotate WASM --metadata-path FILE [--usage-path FILE] --prot
        cargo xtask keypair [--output-dir DIR]
        cargo xtask sign registry://HOST[:PORT]/PATH(:TAG|@sha256:DIGEST) --key cosign.key [--insecure]
        cargo xtask artifacthub --metadata-path FILE --output-path FILE [--created-at TIME] [--questions-path FILE]
+       cargo xtask sbom SPDX_JSON --output-path FILE
 
   annotate     embed metadata.yml (and the usage text) in the io.kubewarden.metadata
                custom section with the module's protocol version
@@ -21,6 +22,7 @@ usage: cargo xtask annotate WASM --metadata-path FILE [--usage-path FILE] --prot
   sign         sign the artifact's manifest digest with the key; pushes the .sig image beside it
   artifacthub  write artifacthub-pkg.yml from metadata.yml; createdAt is kept from the
                existing file for the same version, else --created-at (RFC 3339) is required
+  sbom         make cargo-sbom's SPDX 2.3 JSON valid (download locations, DESCRIBES)
   --insecure   plain HTTP (always used for 127.0.0.1 and localhost)
   credentials come from the docker config ($DOCKER_CONFIG or ~/.docker/config.json)";
 
@@ -82,6 +84,13 @@ pub enum Command {
         created_at: Option<String>,
         /// questions-ui.yml.
         questions: Option<PathBuf>,
+    },
+    /// `sbom`.
+    Sbom {
+        /// cargo-sbom's output.
+        input: PathBuf,
+        /// The valid SPDX document.
+        output: PathBuf,
     },
     /// `--help`.
     Help,
@@ -206,6 +215,13 @@ pub fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Command> {
                 output: output()?,
                 created_at: flags.created_at.clone(),
                 questions: flags.questions.clone(),
+            }
+        }
+        "sbom" => {
+            let [input] = flags.positional(&command)?;
+            Command::Sbom {
+                input: input.into(),
+                output: output()?,
             }
         }
         other => return Err(usage(format!("unknown chore {other:?}"))),

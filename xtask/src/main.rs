@@ -68,6 +68,18 @@ fn run(command: Command) -> Result<()> {
             let signed = sign::sign(&reference, &key, &RegistryOptions { insecure })?;
             println!("{} signed: {}", signed.digest, signed.signature);
         }
+        Command::Sbom { input, output } => {
+            let raw = serde_json::from_slice(&read(&input)?).map_err(|e| Error::Document {
+                what: input.display().to_string(),
+                message: e.to_string(),
+            })?;
+            let document = xtask::sbom::normalise(raw)?;
+            write(
+                &output,
+                serde_json::to_vec_pretty(&document).unwrap_or_default(),
+            )?;
+            println!("{}", output.display());
+        }
         Command::Artifacthub {
             metadata,
             output,

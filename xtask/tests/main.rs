@@ -20,3 +20,4 @@ mod packaging;
 mod registry;
 mod signing;
 mod support;
+mod tools;
