@@ -20,9 +20,10 @@ fn document_error(message: impl Into<String>) -> Error {
 
 /// Where a package comes from, as an SPDX download location.
 fn download_location(package: &Value) -> String {
-    let name = package["name"].as_str().unwrap_or_default();
-    let version = package["versionInfo"].as_str().unwrap_or_default();
-    match package["downloadLocation"].as_str() {
+    let field = |key: &str| package.get(key).and_then(Value::as_str);
+    let name = field("name").unwrap_or_default();
+    let version = field("versionInfo").unwrap_or_default();
+    match field("downloadLocation") {
         Some(CRATES_IO) => format!("https://crates.io/api/v1/crates/{name}/{version}/download"),
         Some(location) if location.starts_with("registry+") || location.starts_with("path+") => {
             "NOASSERTION".to_owned()
@@ -35,25 +36,30 @@ fn download_location(package: &Value) -> String {
 /// cargo-sbom's SPDX document, made valid: download locations as URLs and
 /// the document describing its own package (the one it is named after).
 pub fn normalise(mut document: Value) -> Result<Value> {
-    let name = document["name"]
-        .as_str()
+    let name = document
+        .get("name")
+        .and_then(Value::as_str)
         .ok_or_else(|| document_error("the document has no name"))?
         .to_owned();
-    let packages = document["packages"]
-        .as_array_mut()
+    let packages = document
+        .get_mut("packages")
+        .and_then(Value::as_array_mut)
         .ok_or_else(|| document_error("the document has no packages"))?;
     for package in packages.iter_mut() {
-        let location = download_location(package);
-        package["downloadLocation"] = Value::String(location);
+        let location = Value::String(download_location(package));
+        if let Some(fields) = package.as_object_mut() {
+            fields.insert("downloadLocation".to_owned(), location);
+        }
     }
     let described = packages
         .iter()
-        .find(|p| p["name"] == name.as_str())
-        .and_then(|p| p["SPDXID"].as_str())
+        .find(|p| p.get("name").and_then(Value::as_str) == Some(name.as_str()))
+        .and_then(|p| p.get("SPDXID").and_then(Value::as_str))
         .ok_or_else(|| document_error(format!("no package named {name}")))?
         .to_owned();
-    let relationships = document["relationships"]
-        .as_array_mut()
+    let relationships = document
+        .get_mut("relationships")
+        .and_then(Value::as_array_mut)
         .ok_or_else(|| document_error("the document has no relationships"))?;
     let describes = json!({"spdxElementId": "SPDXRef-DOCUMENT", "relationshipType": "DESCRIBES", "relatedSpdxElement": described});
     if !relationships.contains(&describes) {
