@@ -243,3 +243,28 @@ fn artifacthub_repository_names_an_owner_with_an_email() {
         "{author}"
     );
 }
+
+/// deploy/verification-config.yaml asks for the release workflow's keyless
+/// signature of the repository metadata.yml names as the policy's source.
+#[test]
+fn verification_config_names_the_release_workflow_of_the_source_repository() {
+    let config = yaml::parse(
+        "verification-config.yaml",
+        &read("deploy/verification-config.yaml"),
+    )
+    .unwrap();
+    assert_eq!(config["apiVersion"], "v1");
+    let rule = &config["allOf"][0];
+    assert_eq!(rule["kind"], "githubAction");
+    let source = metadata_yml()["annotations"]["io.kubewarden.policy.source"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let expected = format!(
+        "https://github.com/{}/{}",
+        rule["owner"].as_str().unwrap(),
+        rule["repo"].as_str().unwrap()
+    );
+    assert_eq!(source, expected);
+    assert_eq!(config["allOf"].as_array().unwrap().len(), 1, "{config}");
+}
