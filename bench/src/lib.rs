@@ -21,9 +21,12 @@ pub enum Error {
         /// What the system said.
         source: std::io::Error,
     },
-    /// The host could not load or run a module, or a fixture could not be read.
+    /// The host could not load or run a module.
+    #[error(transparent)]
+    Host(#[from] os_placement_e2e::Error),
+    /// A case, a settings file or the corpus could not be read.
     #[error("{0:#}")]
-    Host(#[from] anyhow::Error),
+    Input(#[from] anyhow::Error),
     /// A local process (the registry) failed.
     #[error(transparent)]
     Local(#[from] xtask::Error),

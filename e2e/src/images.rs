@@ -9,7 +9,7 @@
 //! Docker manifest list v2 schema 2 (what `mcr.microsoft.com` and
 //! `registry.k8s.io/pause` serve).
 
-use anyhow::{Context, Result};
+use crate::error::{Error, Result};
 use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
@@ -140,16 +140,22 @@ fn descriptor(media_type: &str, bytes: &[u8]) -> Value {
 
 /// Pushes `image` to the registry at `host` (`127.0.0.1:PORT`, plain HTTP).
 pub fn push_image(host: &str, image: &TestImage) -> Result<PushedImage> {
-    let reference: Reference = format!("{host}/{}", image.name)
-        .parse()
-        .with_context(|| format!("{host}/{} is not an image reference", image.name))?;
+    let reference: Reference =
+        format!("{host}/{}", image.name)
+            .parse()
+            .map_err(|e| Error::Registry {
+                action: "not an image reference:".to_owned(),
+                reference: format!("{host}/{}", image.name),
+                message: format!("{e}"),
+            })?;
     let client = Client::new(ClientConfig {
         protocol: ClientProtocol::HttpsExcept(vec![host.to_owned()]),
         ..ClientConfig::default()
     });
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .build()?;
+        .build()
+        .map_err(Error::io("cannot start the async runtime"))?;
     runtime.block_on(async {
         client
             .store_auth_if_needed(reference.resolve_registry(), &RegistryAuth::Anonymous)
@@ -167,7 +173,7 @@ pub fn push_image(host: &str, image: &TestImage) -> Result<PushedImage> {
                 client
                     .push_blob(&reference, blob.to_vec(), &sha256(blob))
                     .await
-                    .with_context(|| format!("cannot push a blob of {}", image.name))?;
+                    .map_err(|e| registry_error("cannot push a blob of", &reference, e))?;
             }
             let manifest = json!({
                 "schemaVersion": 2,
@@ -216,12 +222,28 @@ async fn push_manifest(
     body: &[u8],
     media_type: &str,
 ) -> Result<()> {
-    let content_type = media_type.parse().context("media type")?;
+    let content_type = media_type.parse().map_err(|e| Error::Registry {
+        action: "not a media type:".to_owned(),
+        reference: media_type.to_owned(),
+        message: format!("{e}"),
+    })?;
     client
         .push_manifest_raw(target, body.to_vec(), content_type)
         .await
-        .with_context(|| format!("cannot push manifest {}", target.whole()))?;
+        .map_err(|e| registry_error("cannot push manifest", target, e))?;
     Ok(())
+}
+
+fn registry_error(
+    action: &str,
+    reference: &Reference,
+    error: oci_client::errors::OciDistributionError,
+) -> Error {
+    Error::Registry {
+        action: action.to_owned(),
+        reference: reference.whole(),
+        message: format!("{error:#}"),
+    }
 }
 
 /// The images the context-aware tests use. Their names decide nothing by

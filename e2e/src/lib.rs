@@ -12,6 +12,7 @@
 pub mod capabilities;
 pub mod cases;
 pub mod corpus;
+pub mod error;
 pub mod host;
 pub mod images;
 pub mod request;
@@ -24,6 +25,7 @@ use std::path::{Path, PathBuf};
 pub use xtask::local::{external, http, policy_server, registry};
 
 pub use cases::{load_cases, read_yaml, run_case, Case, CaseOutcome, Expect, ResolvedCase};
+pub use error::{Error, HostCallError};
 pub use host::{
     Evaluation, PolicyHost, PolicyModule, SettingsValidationResponse, ValidationResponse,
 };

@@ -41,7 +41,7 @@ fn corpus() -> Option<Vec<Entry>> {
         .into()
 }
 
-fn evaluate(object: &Value) -> anyhow::Result<Evaluation> {
+fn evaluate(object: &Value) -> os_placement_e2e::error::Result<Evaluation> {
     host().validate(&admission_request(object, "CREATE", None, None), &json!({}))
 }
 
