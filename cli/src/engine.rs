@@ -82,7 +82,7 @@ pub fn unsupported_reason(object: &Value) -> Option<String> {
         .and_then(Value::as_str)
         .unwrap_or("");
     let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
-    let Some(parsed) = os_placement_core::kinds::Kind::parse(kind) else {
+    let Some(parsed) = os_placement_core::Kind::parse(kind) else {
         return Some(format!("{kind} has no pod template"));
     };
     if group != parsed.api_group() {

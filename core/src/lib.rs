@@ -1,38 +1,58 @@
-//! Pure rule core of os-placement: a typed view of a pod spec and the
-//! settings in, a decision out. No I/O, no host specifics.
+//! Pure rule core of os-placement: an admission request, the settings and
+//! the facts an adapter gathered in; a decision out. No I/O, no host
+//! specifics: the policy module, the playground and the CLI are doors over
+//! this crate.
+//!
+//! The crate is built in layers, each importing only from those below it
+//! (see ARCHITECTURE.md at the repository root):
+//! `vocab` → `input` → `scheduling` → `signals` → `placement` → `admission`.
 
-pub mod affinity;
-pub mod build;
-pub mod constraint;
-pub mod context;
-pub mod diagnostics;
-pub mod evaluate;
-pub mod facts;
-pub mod glob;
-pub mod image;
-pub mod inventory;
-pub mod kinds;
-pub mod labels;
-pub mod landing;
-pub mod names;
-pub mod ordered;
-pub mod ownership;
-pub mod patch;
-pub mod place;
-pub mod report;
-pub mod resolve;
-pub mod selection;
-pub mod settings;
-pub mod spec;
-pub mod toleration;
-pub mod windows_rules;
+#![deny(missing_docs)]
 
-pub use diagnostics::{Code, Diagnostic};
-pub use evaluate::{
+mod admission;
+mod input;
+mod placement;
+mod scheduling;
+mod signals;
+mod vocab;
+
+// The decision.
+pub use admission::decision::{Decision, MAX_WARNING_CHARS};
+pub use admission::evaluate::{
     evaluate, evaluate_request, evaluate_request_with_facts, evaluate_with_facts, Admission,
-    Decision, Operation, Review, MAX_WARNING_CHARS,
 };
-pub use facts::{needs, needs_request, Facts, Needs};
-pub use landing::{landing, pools_from_value, Fit, NodePool, PoolLanding};
-pub use report::SignalReport;
-pub use settings::{Settings, SettingsError};
+pub use admission::needs::{needs, needs_request};
+
+// What comes in.
+pub use input::facts::{
+    ClusterRuntimeClass, Facts, ImageFacts, Needs, NodeFacts, Platform, RuntimeClassFacts,
+    SchedulingFacts,
+};
+pub use input::node::{pools_from_value, Node};
+pub use input::pod::{ContainerList, ContainerView, PodView};
+pub use input::review::{locate_pod_spec, Operation, Review};
+pub use input::settings::schema::{FieldSchema, Shape};
+pub use input::settings::{
+    DefaultOs, ImageLookup, ImageRule, LookupFailure, NodeInventory, RuntimeClass, Scheduling,
+    Settings, SettingsError, TaintSetting, SETTING_KEYS,
+};
+
+// What the rules read from a pod, for tools that explain a decision.
+pub use placement::landing::{landing, Fit, PoolLanding};
+pub use placement::ownership::ADDED_ANNOTATION;
+pub use signals::image::{classify, ImageOs, ImageRef};
+pub use signals::report::SignalReport;
+pub use signals::resolve::{resolve, resolve_with, Resolution, Signal, Source};
+
+// Words of the domain.
+pub use scheduling::taints::describe as describe_toleration;
+pub use vocab::build::WindowsBuild;
+pub use vocab::constraint::{BuildSet, Builds, Os, Placement};
+pub use vocab::diagnostics::{Code, Diagnostic};
+pub use vocab::field_path::FieldPath;
+pub use vocab::glob::{Glob, GlobError};
+pub use vocab::isolation::Isolation;
+pub use vocab::kinds::{Kind, SUPPORTED_KINDS};
+pub use vocab::ordered::CollectOrdered;
+pub use vocab::patch::{apply as apply_patch, escape_token, PatchError, PatchOp};
+pub use vocab::taint::Taint;

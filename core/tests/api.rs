@@ -1,14 +1,6 @@
 //! The serialisable surface adapters (playground, CLI) rely on.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use os_placement_core::{evaluate_request, Operation, Settings};
 use serde_json::{json, Value};
 
@@ -94,7 +86,7 @@ fn settings_problems_are_diagnostics_with_paths_from_the_root() {
 
 #[test]
 fn every_kind_names_its_api_group() {
-    use os_placement_core::kinds::Kind;
+    use os_placement_core::Kind;
     for (kind, group) in [
         ("Pod", ""),
         ("ReplicationController", ""),

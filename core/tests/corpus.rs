@@ -1,18 +1,10 @@
 //! Every manifest of the shared corpus comes out placed on the OS its
 //! source documents, or rejected with a message naming path and fix.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
-mod common;
 
 use std::path::PathBuf;
 
-use common::*;
-use os_placement_core::kinds::Kind;
+use crate::common::*;
+use os_placement_core::Kind;
 use os_placement_core::Settings;
 use serde_json::{json, Value};
 
@@ -97,7 +89,7 @@ fn affinity_selects_only(spec: &Value, os: &str) -> bool {
 /// k8s.io/api/core/v1/toleration.go `ToleratesTaint` rather than calling the
 /// core's `tolerates`, which would vouch for itself.
 fn kept_off_by_taint(spec: &Value, settings: &Settings) -> bool {
-    let Some(taint) = &settings.windows_taint else {
+    let Some(taint) = settings.windows_taint() else {
         return false;
     };
     if taint.effect != "NoSchedule" && taint.effect != "NoExecute" {

@@ -1,16 +1,8 @@
 //! Do no harm: pods that choose their nodes by other means, taints as the
 //! scheduler and the taint manager apply them, ephemeral containers on a
 //! running pod, and messages that fit the API server.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use os_placement_core::{Decision, Settings, MAX_WARNING_CHARS};
 use serde_json::{json, Value};
 

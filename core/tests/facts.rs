@@ -1,23 +1,15 @@
 //! Placement with facts from the registry and the cluster. Each rule has a
 //! case where the fact changes the outcome and one where it must not.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
 
-mod common;
-
-use common::*;
-use os_placement_core::facts::{
-    ClusterRuntimeClass, ImageFacts, NodeFact, NodeFacts, NodeTaint, Platform, RuntimeClassFacts,
-    SchedulingFacts,
-};
+use crate::common::*;
 use os_placement_core::{needs, Decision, Facts, Operation, Review, Settings};
+use os_placement_core::{
+    ClusterRuntimeClass, ImageFacts, Node, NodeFacts, Platform, RuntimeClassFacts, SchedulingFacts,
+    Taint,
+};
 use serde_json::{json, Value};
 
-use common::with_facts as with;
+use crate::common::with_facts as with;
 
 fn linux(arch: &str) -> Platform {
     Platform {
@@ -50,13 +42,13 @@ fn selector(d: &Decision, object: &Value) -> Value {
     result_object(object, d)["spec"]["nodeSelector"].clone()
 }
 
-fn node(name: &str, os: &str, build: Option<&str>, taints: &[(&str, &str, &str)]) -> NodeFact {
+fn node(name: &str, os: &str, build: Option<&str>, taints: &[(&str, &str, &str)]) -> Node {
     let mut labels: std::collections::BTreeMap<String, String> =
         [("kubernetes.io/os".to_string(), os.to_string())].into();
     if let Some(b) = build {
         labels.insert("node.kubernetes.io/windows-build".into(), b.into());
     }
-    NodeFact {
+    Node {
         name: name.into(),
         os: Some(os.into()),
         windows_build: build.map(str::to_string),
@@ -64,7 +56,7 @@ fn node(name: &str, os: &str, build: Option<&str>, taints: &[(&str, &str, &str)]
         labels,
         taints: taints
             .iter()
-            .map(|(k, v, e)| NodeTaint {
+            .map(|(k, v, e)| Taint {
                 key: (*k).into(),
                 value: (*v).into(),
                 effect: (*e).into(),
@@ -74,7 +66,7 @@ fn node(name: &str, os: &str, build: Option<&str>, taints: &[(&str, &str, &str)]
 }
 
 /// EKS-like: Linux, Windows 2019 and 2022, Windows tainted os=windows.
-fn eks_nodes() -> Vec<NodeFact> {
+fn eks_nodes() -> Vec<Node> {
     let taint = [("os", "windows", "NoSchedule")];
     vec![
         node("linux-a", "linux", None, &[]),
@@ -83,7 +75,7 @@ fn eks_nodes() -> Vec<NodeFact> {
     ]
 }
 
-fn nodes_facts(nodes: Vec<NodeFact>) -> Facts {
+fn nodes_facts(nodes: Vec<Node>) -> Facts {
     Facts {
         nodes: Some(NodeFacts::Listed(nodes)),
         ..Facts::default()

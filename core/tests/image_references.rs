@@ -1,19 +1,11 @@
 //! Image references read as users write them: each rule of
 //! `fixtures/images/references.yaml` with its positive and negative cases and the
 //! upstream source of the forms, then what the policy does with a pod running them.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
 
-mod common;
-
-use common::*;
-use os_placement_core::build::WindowsBuild;
-use os_placement_core::image::{classify, ImageOs, ImageRule};
+use crate::common::*;
 use os_placement_core::Settings;
+use os_placement_core::WindowsBuild;
+use os_placement_core::{classify, ImageOs, ImageRule};
 use serde::Deserialize;
 use serde_json::{json, Value};
 

@@ -1,17 +1,9 @@
 //! Kinds and operations: where each kind keeps its pod spec, what each
 //! operation may do, and clear rejections for anything else.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
-mod common;
 
 /// Every CREATE in this file also checks the mutation invariants.
-use common::checked_create as create;
-use common::*;
+use crate::common::checked_create as create;
+use crate::common::*;
 use os_placement_core::{evaluate, evaluate_request, Decision, Operation, Review, Settings};
 use serde_json::{json, Value};
 

@@ -1,18 +1,10 @@
 //! Cases for mutants cargo-mutants found uncaught in the rule modules
 //! (see README, Development), each named after the mutated code.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
 
-mod common;
-
-use common::checked_create as create;
-use common::*;
-use os_placement_core::facts::{ImageFacts, Platform};
+use crate::common::checked_create as create;
+use crate::common::*;
 use os_placement_core::{Facts, Settings};
+use os_placement_core::{ImageFacts, Platform};
 use serde_json::json;
 
 /// affinity.rs `expression_placement`: `NotIn` reads as "every node but
@@ -60,7 +52,7 @@ fn affinity_conflict_message_quotes_the_placement_expression() {
 /// not empty ("10.0.17763." and "10.0.17763.x" are not versions).
 #[test]
 fn windows_version_revision_must_be_digits() {
-    use os_placement_core::build::WindowsBuild;
+    use os_placement_core::WindowsBuild;
     assert_eq!(
         WindowsBuild::parse_version("10.0.17763.4131"),
         Some(WindowsBuild::LTSC2019)
@@ -80,7 +72,7 @@ fn windows_version_revision_must_be_digits() {
 /// `%d.%d.%d` (pkg/kubelet/kubelet_node_status_windows.go).
 #[test]
 fn windows_build_version_with_a_sign_is_no_build() {
-    use os_placement_core::build::WindowsBuild;
+    use os_placement_core::WindowsBuild;
     assert_eq!(
         WindowsBuild::parse_version("10.0.17763").map(WindowsBuild::number),
         Some(17763)
@@ -94,7 +86,7 @@ fn windows_build_version_with_a_sign_is_no_build() {
 /// Upstream: distribution/reference `domainComponent` (regexp.go).
 #[test]
 fn registry_with_a_character_no_host_has_is_no_reference() {
-    use os_placement_core::image::ImageRef;
+    use os_placement_core::ImageRef;
     let ok = ImageRef::parse("my-host.example.com:5000/app:1").expect("a reference");
     assert_eq!(ok.registry, Some("my-host.example.com:5000"));
     for bad in ["bad!host.com/app:1", "bad host.com/app:1", "host.c*m/app"] {
@@ -108,8 +100,8 @@ fn registry_with_a_character_no_host_has_is_no_reference() {
 /// (learn.microsoft.com, container base images).
 #[test]
 fn windows_word_reaches_its_release_over_two_fillers() {
-    use os_placement_core::build::WindowsBuild;
-    use os_placement_core::image::{classify, ImageOs};
+    use os_placement_core::WindowsBuild;
+    use os_placement_core::{classify, ImageOs};
     let build = |image: &str| match classify(image, &[]) {
         ImageOs::Windows { build, .. } => build.map(WindowsBuild::number),
         other => panic!("{image}: {other:?}"),
@@ -253,7 +245,7 @@ fn image_without_build_is_warned_about_when_the_cluster_builds_are_known() {
 /// policy, and a pattern written in the registry's own case still matches it.
 #[test]
 fn windows_images_pattern_matches_a_trimmed_reference_in_its_own_case() {
-    use os_placement_core::image::{classify, ImageOs, ImageRule};
+    use os_placement_core::{classify, ImageOs, ImageRule};
     let rules = [ImageRule::new("registry.example.com/Win/*", None).unwrap()];
     let is_windows = |image: &str| matches!(classify(image, &rules), ImageOs::Windows { .. });
     assert!(is_windows("registry.example.com/Win/app:1"));
@@ -447,7 +439,7 @@ fn exists_toleration_is_described_as_any_value_of_its_key() {
         ..Default::default()
     };
     assert_eq!(
-        os_placement_core::toleration::describe(&exists),
+        os_placement_core::describe_toleration(&exists),
         "os (any value):NoSchedule"
     );
     let equal = Toleration {
@@ -456,7 +448,7 @@ fn exists_toleration_is_described_as_any_value_of_its_key() {
         ..exists
     };
     assert_eq!(
-        os_placement_core::toleration::describe(&equal),
+        os_placement_core::describe_toleration(&equal),
         "os=windows:NoSchedule"
     );
 }
@@ -702,8 +694,8 @@ fn settings_of_the_wrong_type_name_the_type() {
     for (value, name) in [
         (json!([]), "a list"),
         (json!(true), "a boolean"),
-        (json!("x"), "a string"),
-        (json!(1), "a number"),
+        (json!("x"), "the string \"x\""),
+        (json!(1), "the number 1"),
     ] {
         let e = settings_error(value);
         assert!(
@@ -712,7 +704,8 @@ fn settings_of_the_wrong_type_name_the_type() {
         );
     }
     let e = settings_error(json!({"windowsTaint": []}));
-    assert!(e.contains("expected an object, got a list"), "{e}");
+    assert!(e.contains("windowsTaint: expected an object"), "{e}");
+    assert!(e.contains("got a list"), "{e}");
 }
 
 /// image.rs `is_linux_official_image`: `amazonlinux` is official on Docker
@@ -728,6 +721,6 @@ fn amazonlinux_is_official_only_in_its_own_repositories() {
 
 /// The built-in conventions read `image` as a Linux image.
 fn is_linux(image: &str) -> bool {
-    use os_placement_core::image::{classify, ImageOs};
+    use os_placement_core::{classify, ImageOs};
     matches!(classify(image, &[]), ImageOs::Linux { .. })
 }

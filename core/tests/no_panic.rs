@@ -1,17 +1,9 @@
 //! A deterministic sweep over random pod-shaped objects and random valid
 //! settings: evaluate never panics, mutations are confined to placement
 //! fields, and a mutated object re-evaluates with no patch.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
 
-mod common;
-
-use os_placement_core::kinds::Kind;
-use os_placement_core::settings::SETTING_KEYS;
+use os_placement_core::Kind;
+use os_placement_core::SETTING_KEYS;
 use os_placement_core::{evaluate, Decision, Operation, Review, Settings};
 use serde_json::{json, Map, Value};
 
@@ -499,7 +491,7 @@ fn check_invariants(case: usize, review: &Review<'_>, settings: &Settings, d: &D
     assert!(!d.patch.is_empty(), "{}", ctx());
     let prefix = spec_pointer(review.kind);
     let prefix = prefix.as_str();
-    for op in d.patch.iter().filter(|op| !common::is_record_op(op)) {
+    for op in d.patch.iter().filter(|op| !crate::common::is_record_op(op)) {
         assert_eq!(op.op, "add", "{}", ctx());
         let rest = op
             .path
@@ -515,7 +507,7 @@ fn check_invariants(case: usize, review: &Review<'_>, settings: &Settings, d: &D
             ctx()
         );
     }
-    for path in common::diff_paths(review.object, mutated) {
+    for path in crate::common::diff_paths(review.object, mutated) {
         let covered = d.patch.iter().any(|op| {
             let target = op.path.strip_suffix("/-").unwrap_or(&op.path);
             path == target || path.starts_with(&format!("{target}/"))

@@ -1,17 +1,9 @@
 //! Own what you add: a build pin the policy added at CREATE moves with the
 //! image on a later UPDATE; a value the user wrote is never changed.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
 
-mod common;
-
-use common::*;
-use os_placement_core::ownership::ADDED_ANNOTATION;
+use crate::common::*;
 use os_placement_core::Decision;
+use os_placement_core::ADDED_ANNOTATION;
 use serde_json::{json, Value};
 
 const PIN: &str = "/spec/template/spec/nodeSelector/node.kubernetes.io~1windows-build";

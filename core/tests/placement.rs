@@ -1,17 +1,9 @@
 //! Placement: what a correctly placed pod has, what the policy adds when it
 //! lacks it (and nothing else), and what it reports with `mutate: false`.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
-mod common;
 
 /// Every CREATE in this file also checks the mutation invariants.
-use common::checked_create as create;
-use common::*;
+use crate::common::checked_create as create;
+use crate::common::*;
 use os_placement_core::{Decision, Settings};
 use serde_json::{json, Value};
 
@@ -1011,7 +1003,7 @@ fn unknown_fields_of_a_workload_template_are_preserved() {
     // Metadata is kept, with only the record of what the policy added.
     let mut annotations = out["metadata"]["annotations"].as_object().unwrap().clone();
     assert!(annotations
-        .remove(os_placement_core::ownership::ADDED_ANNOTATION)
+        .remove(os_placement_core::ADDED_ANNOTATION)
         .is_some());
     assert_eq!(
         Value::Object(annotations),
@@ -1027,7 +1019,7 @@ fn patch_applied_to_the_object_gives_the_mutated_object() {
     );
     let d = mutate(&object, &eks());
     let mut applied = object.clone();
-    os_placement_core::patch::apply(&mut applied, &d.patch).unwrap();
+    os_placement_core::apply_patch(&mut applied, &d.patch).unwrap();
     assert_eq!(Some(applied), d.mutated_object);
 }
 

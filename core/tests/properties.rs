@@ -3,16 +3,8 @@
 //! name their field, confinement, no overwrite, idempotence, modes and
 //! kinds that agree, and the scheduler oracle. PROPTEST_CASES sets the
 //! count (CI-sized by default).
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
 
-mod props;
-
-use props::gen::Source;
+use crate::props::gen::Source;
 use proptest::prelude::*;
 
 /// Choices read from proptest's bytes: shrinking the bytes shrinks the case.
@@ -29,8 +21,8 @@ impl Source for Bytes<'_> {
     }
 }
 
-fn case_of(bytes: &[u8]) -> props::gen::Case {
-    props::gen::case(&mut Bytes(bytes, 0))
+fn case_of(bytes: &[u8]) -> crate::props::gen::Case {
+    crate::props::gen::case(&mut Bytes(bytes, 0))
 }
 
 proptest! {
@@ -40,7 +32,7 @@ proptest! {
 
     #[test]
     fn every_property_holds(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
-        props::check::all(&case_of(&bytes));
+        crate::props::check::all(&case_of(&bytes));
     }
 }
 
@@ -52,14 +44,14 @@ fn oracle_runtime_class_merge_over_null_node_selector() {
     use serde_json::json;
     let settings = json!({"runtimeClasses": [{"name": "w", "scheduling": {"nodeSelector": {"kubernetes.io/os": "windows"}}}]});
     let spec = json!({"containers": [], "nodeSelector": null, "tolerations": null, "runtimeClassName": "w"});
-    let merged = props::oracle::merge_runtime_class(&spec, &settings).expect("merged");
+    let merged = crate::props::oracle::merge_runtime_class(&spec, &settings).expect("merged");
     assert_eq!(
         merged["nodeSelector"],
         json!({"kubernetes.io/os": "windows"})
     );
     let conflicting =
         json!({"nodeSelector": {"kubernetes.io/os": "linux"}, "runtimeClassName": "w"});
-    assert!(props::oracle::merge_runtime_class(&conflicting, &settings).is_none());
+    assert!(crate::props::oracle::merge_runtime_class(&conflicting, &settings).is_none());
 }
 
 /// Each property only checks cases that reach it (a mutation, a workload
@@ -67,7 +59,7 @@ fn oracle_runtime_class_merge_over_null_node_selector() {
 /// drifting into one outcome would leave `every_property_holds` vacuous.
 #[test]
 fn generated_cases_reach_every_property() {
-    use os_placement_core::kinds::Kind;
+    use os_placement_core::Kind;
     const CASES: usize = 1000;
     let mut seed: u64 = 0x2545_F491_4F6C_DD1D;
     let mut byte = || {
@@ -80,13 +72,13 @@ fn generated_cases_reach_every_property() {
     for _ in 0..CASES {
         let bytes: Vec<u8> = (0..400).map(|_| byte()).collect();
         let case = case_of(&bytes);
-        let d = props::check::create(case.kind_name, &case.object, &case.settings);
+        let d = crate::props::check::create(case.kind_name, &case.object, &case.settings);
         rejected += usize::from(!d.accepted);
         mutated += usize::from(d.mutated_object.is_some());
         workloads +=
             usize::from(case.kind != Kind::Pod && case.settings.runtime_classes.is_empty());
         oracle += usize::from(
-            d.accepted && case.known_labels_only && props::oracle::complete(&case.pools),
+            d.accepted && case.known_labels_only && crate::props::oracle::complete(&case.pools),
         );
     }
     let counts = [
@@ -126,24 +118,24 @@ fn oracle_pod_whose_own_affinity_excludes_every_windows_pool() {
     });
     let settings_value =
         json!({"windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"}});
-    let kind = os_placement_core::kinds::Kind::Deployment;
-    let case = props::gen::Case {
+    let kind = os_placement_core::Kind::Deployment;
+    let case = crate::props::gen::Case {
         kind,
         kind_name: "Deployment",
-        object: props::gen::wrap(kind, "Deployment", spec, json!({"name": "x"})),
+        object: crate::props::gen::wrap(kind, "Deployment", spec, json!({"name": "x"})),
         settings: os_placement_core::Settings::from_value(&settings_value).unwrap(),
-        pools: props::oracle::pools(&mut Complete, &settings_value),
+        pools: crate::props::oracle::pools(&mut Complete, &settings_value),
         settings_value,
         known_labels_only: true,
     };
-    assert!(props::oracle::complete(&case.pools));
-    let d = props::check::create(case.kind_name, &case.object, &case.settings);
+    assert!(crate::props::oracle::complete(&case.pools));
+    let d = crate::props::check::create(case.kind_name, &case.object, &case.settings);
     assert!(
         d.accepted && d.mutated_object.is_some(),
         "{:?}",
         d.message()
     );
-    props::check::scheduler_oracle(&case, &d, "regression");
+    crate::props::check::scheduler_oracle(&case, &d, "regression");
 }
 
 /// Found by the structure-aware fuzz target after the fix above: a
@@ -157,9 +149,9 @@ fn oracle_host_process_pod_runs_on_windows_only() {
     use serde_json::json;
     let settings =
         json!({"windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"}});
-    let pools = props::oracle::pools(&mut Complete, &settings);
+    let pools = crate::props::oracle::pools(&mut Complete, &settings);
     // "Only" needs Linux pools among them.
-    assert!(props::oracle::complete(&pools));
+    assert!(crate::props::oracle::complete(&pools));
     let host_process = json!({
         "hostNetwork": true,
         "securityContext": {"windowsOptions": {"hostProcess": true}},
@@ -167,7 +159,7 @@ fn oracle_host_process_pod_runs_on_windows_only() {
     });
     let plain = json!({"containers": [{"name": "c0", "image": "myapp:1809"}]});
     for pool in &pools {
-        let runs = |spec| props::oracle::runs(spec, pool, &settings, true);
+        let runs = |spec| crate::props::oracle::runs(spec, pool, &settings, true);
         assert_eq!(runs(&host_process), Some(pool.windows), "{}", pool.name);
         assert_eq!(runs(&plain), Some(true), "{}", pool.name);
     }

@@ -1,23 +1,15 @@
 //! Resolution: which OS and Windows build each signal asks for, and the
 //! conflicts between signals. One signal per test, positive and negative.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
-mod common;
 
 /// Every CREATE in this file also checks the mutation invariants.
-use common::checked_create as create;
-use common::*;
-use os_placement_core::build::WindowsBuild;
-use os_placement_core::constraint::{Os, Placement};
-use os_placement_core::kinds::FieldPath;
-use os_placement_core::resolve::{resolve, Resolution, Source};
-use os_placement_core::spec::PodView;
+use crate::common::checked_create as create;
+use crate::common::*;
+use os_placement_core::FieldPath;
+use os_placement_core::PodView;
 use os_placement_core::Settings;
+use os_placement_core::WindowsBuild;
+use os_placement_core::{resolve, Resolution, Source};
+use os_placement_core::{Os, Placement};
 use serde_json::{json, Value};
 
 const OS: &str = "/spec/nodeSelector/kubernetes.io~1os";

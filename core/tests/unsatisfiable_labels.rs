@@ -14,23 +14,15 @@
 //! - `kubernetes.azure.com/os-sku`: the AKS API's OSSKU values, case-sensitive.
 //! - `cloud.google.com/gke-windows-os-version`: GKE Windows node pools, 2019,
 //!   2022 or 2025.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
 
-mod common;
-
-use common::checked_create as create;
-use common::*;
-use os_placement_core::build::WindowsBuild;
-use os_placement_core::constraint::{Os, Placement};
-use os_placement_core::kinds::FieldPath;
-use os_placement_core::resolve::resolve;
-use os_placement_core::spec::PodView;
+use crate::common::checked_create as create;
+use crate::common::*;
+use os_placement_core::resolve;
+use os_placement_core::FieldPath;
+use os_placement_core::PodView;
+use os_placement_core::WindowsBuild;
 use os_placement_core::{Decision, Diagnostic, Settings};
+use os_placement_core::{Os, Placement};
 use serde_json::{json, Value};
 
 const AFFINITY_PATH: &str =

@@ -14,17 +14,9 @@
 //! JSON null decodes to a nil pointer, so null counts as absent.
 //! Every field is tried with true, false, empty (the zero value of its type)
 //! and absent, on every kind of container, in both enforcement modes.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
 
-mod common;
-
-use common::checked_create as create;
-use common::*;
+use crate::common::checked_create as create;
+use crate::common::*;
 use os_placement_core::{Decision, Settings};
 use serde_json::{json, Value};
 

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use os_placement_core::kinds::Kind;
+use os_placement_core::Kind;
 use serde_json::Value;
 
 /// `file -> os` from every Markdown table of SOURCES.md that has a `file` and an `os` column.

@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use os_placement_core::image::{classify, ImageRef, ImageRule};
+use os_placement_core::{classify, ImageRef, ImageRule};
 
 fuzz_target!(|input: (&str, Option<&str>)| {
     let (image, pattern) = input;

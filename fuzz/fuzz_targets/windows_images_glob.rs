@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use os_placement_core::glob::Glob;
+use os_placement_core::Glob;
 
 fuzz_target!(|input: (&str, &str)| {
     let (pattern, text) = input;

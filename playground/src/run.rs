@@ -2,7 +2,7 @@
 //! Every rule decision is the core's; this only reads text, points field
 //! paths at lines and renders YAML.
 
-use os_placement_core::{landing, pools_from_value, Diagnostic, NodePool, Settings, SignalReport};
+use os_placement_core::{landing, pools_from_value, Diagnostic, Settings, SignalReport};
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -129,7 +129,7 @@ fn evaluate_one(
     subject: &Subject,
     request: &Value,
     settings: &Settings,
-    pools: Option<&[NodePool]>,
+    pools: Option<&[os_placement_core::Node]>,
 ) -> DocumentResult {
     let decision = crate::request::evaluate(request, settings);
     let node = &subject.object;
@@ -185,7 +185,7 @@ fn evaluate_one(
     }
 }
 
-fn landing_json(object: &Value, pools: &[NodePool], settings: &Settings) -> Value {
+fn landing_json(object: &Value, pools: &[os_placement_core::Node], settings: &Settings) -> Value {
     match landing(object, pools, settings) {
         Ok(found) => json!({"pools": found}),
         Err(problems) => {
@@ -263,7 +263,7 @@ fn read_settings(text: &str, errors: &mut Vec<InputError>) -> Option<Settings> {
     }
 }
 
-fn read_pools(text: &str, errors: &mut Vec<InputError>) -> Option<Vec<NodePool>> {
+fn read_pools(text: &str, errors: &mut Vec<InputError>) -> Option<Vec<os_placement_core::Node>> {
     let root = match parse_documents(text) {
         Ok(docs) => docs.into_iter().next()?,
         Err(e) => {

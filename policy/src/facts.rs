@@ -2,7 +2,7 @@
 //!
 //! Contract with the host (waPC `host_call(binding, namespace, operation, payload)`,
 //! binding always `"kubewarden"`). The core decides what is needed
-//! (`os_placement_core::facts::needs`); nothing is asked for DELETE/CONNECT,
+//! (`os_placement_core::needs`); nothing is asked for DELETE/CONNECT,
 //! kinds without a pod template, or when the needs are empty.
 //!
 //! | namespace / operation | when | payload | answer read |
@@ -26,12 +26,10 @@
 
 use std::collections::BTreeMap;
 
-use os_placement_core::facts::{
-    ClusterRuntimeClass, ImageFacts, NodeFact, NodeFacts, NodeTaint, Platform, RuntimeClassFacts,
-    SchedulingFacts,
+use os_placement_core::{
+    ClusterRuntimeClass, CollectOrdered, Facts, ImageFacts, Needs, Node, NodeFacts, Platform,
+    RuntimeClassFacts, SchedulingFacts, Taint,
 };
-use os_placement_core::ordered::CollectOrdered;
-use os_placement_core::{Facts, Needs};
 use serde_json::{json, Value};
 
 /// Answers host calls; the module uses waPC, tests a fake.
@@ -221,7 +219,7 @@ fn nodes(host: &dyn Host) -> NodeFacts {
     }
 }
 
-fn node(item: &Value) -> NodeFact {
+fn node(item: &Value) -> Node {
     let text = |pointer: &str| {
         item.pointer(pointer)
             .and_then(Value::as_str)
@@ -248,7 +246,7 @@ fn node(item: &Value) -> NodeFact {
             ts.iter()
                 .filter_map(|t| {
                     let text = |key: &str| t.get(key).and_then(Value::as_str).map(str::to_string);
-                    Some(NodeTaint {
+                    Some(Taint {
                         key: text("key")?,
                         value: text("value").unwrap_or_default(),
                         effect: text("effect")?,
@@ -257,7 +255,7 @@ fn node(item: &Value) -> NodeFact {
                 .collect()
         })
         .unwrap_or_default();
-    NodeFact {
+    Node {
         name: text("/metadata/name").unwrap_or_default(),
         architecture: labels
             .get("kubernetes.io/arch")

@@ -4,7 +4,6 @@ use kubewarden_policy_sdk::metadata::ProtocolVersion;
 use kubewarden_policy_sdk::response::ValidationResponse;
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 use os_placement_core::{Admission, Decision, Settings};
-use serde_json::Value;
 use wapc_guest::{register_function, CallResult};
 
 pub mod arena;
@@ -62,15 +61,12 @@ fn protocol_version(_payload: &[u8]) -> CallResult {
 /// message instead of a deserialisation error.
 pub fn validate_settings(payload: &[u8]) -> CallResult {
     let _scope = RequestScope::begin();
-    let response = match serde_json::from_slice::<Value>(payload) {
-        Err(e) => invalid_settings(format!("settings: not valid JSON: {e}")),
-        Ok(value) => match Settings::from_value(&value) {
-            Ok(_) => SettingsValidationResponse {
-                valid: true,
-                message: None,
-            },
-            Err(e) => invalid_settings(e.to_string()),
+    let response = match Settings::from_slice(payload) {
+        Ok(_) => SettingsValidationResponse {
+            valid: true,
+            message: None,
         },
+        Err(e) => invalid_settings(e.to_string()),
     };
     Ok(serde_json::to_vec(&response)?)
 }

@@ -7,7 +7,7 @@
     clippy::indexing_slicing
 )]
 
-use os_placement_core::facts::ImageFacts;
+use os_placement_core::ImageFacts;
 use os_placement_core::{
     evaluate, evaluate_with_facts, needs, Admission, Decision, Facts, Needs, Operation, Review,
     Settings,
@@ -320,16 +320,15 @@ pub fn assert_minimal(object: &Value, d: &Decision, spec_pointer: &str) {
 }
 
 /// The op writing the record of what the policy added: an `add` on CREATE.
-pub fn is_record_op(op: &os_placement_core::patch::PatchOp) -> bool {
-    let key =
-        os_placement_core::patch::escape_token(os_placement_core::ownership::ADDED_ANNOTATION);
+pub fn is_record_op(op: &os_placement_core::PatchOp) -> bool {
+    let key = os_placement_core::escape_token(os_placement_core::ADDED_ANNOTATION);
     op.op == "add"
         && (op.path == format!("/metadata/annotations/{key}")
             || op.path == "/metadata/annotations"
-                && op.value.as_object().is_some_and(|m| {
-                    m.keys()
-                        .all(|k| k == os_placement_core::ownership::ADDED_ANNOTATION)
-                }))
+                && op
+                    .value
+                    .as_object()
+                    .is_some_and(|m| m.keys().all(|k| k == os_placement_core::ADDED_ANNOTATION)))
 }
 
 /// The JSON pointer of the object's pod spec, by kind.

@@ -1,8 +1,8 @@
 //! The properties every generated case must keep. Each assertion names
 //! the property, so a failure says which one broke.
 
-use os_placement_core::kinds::Kind;
-use os_placement_core::ownership::ADDED_ANNOTATION;
+use os_placement_core::Kind;
+use os_placement_core::ADDED_ANNOTATION;
 use os_placement_core::{evaluate, needs, Admission, Decision, Facts, Operation, Review, Settings};
 use serde_json::{json, Value};
 

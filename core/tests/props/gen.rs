@@ -1,6 +1,6 @@
 //! A generator of admission cases driven by any source of choices.
 
-use os_placement_core::kinds::Kind;
+use os_placement_core::Kind;
 use os_placement_core::Settings;
 use serde_json::{json, Map, Value};
 

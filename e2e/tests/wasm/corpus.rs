@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use os_placement_core::kinds::Kind;
+use os_placement_core::Kind;
 use os_placement_e2e::corpus::{
     load_sources, malformed_message_lines, placement_problem, pod_spec,
 };

@@ -1,0 +1,140 @@
+//! The decision: verdict, findings, patch and signals, and how an
+//! accepted plan becomes a patched object.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::input::pod::PodView;
+use crate::signals::report::SignalReport;
+use crate::signals::resolve::Resolution;
+use crate::vocab::diagnostics::{render, Code, Diagnostic};
+use crate::vocab::patch::{apply, AddOp};
+
+/// What the policy says about one object.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Decision {
+    /// Whether the object is admitted (possibly with the patch).
+    pub accepted: bool,
+    /// Why it is rejected; empty when accepted.
+    pub violations: Vec<Diagnostic>,
+    /// Findings that do not block admission.
+    pub warnings: Vec<Diagnostic>,
+    /// The RFC 6902 `add` operations applied to the object; empty when unchanged.
+    pub patch: Vec<AddOp>,
+    /// The object with the patch applied; `None` when unchanged.
+    pub mutated_object: Option<Value>,
+    /// The fields that said which OS and build the pod needs, as read.
+    pub signals: Vec<SignalReport>,
+}
+
+impl Decision {
+    pub(crate) fn accept(warnings: Vec<Diagnostic>) -> Decision {
+        Decision {
+            accepted: true,
+            violations: Vec::new(),
+            warnings,
+            patch: Vec::new(),
+            mutated_object: None,
+            signals: Vec::new(),
+        }
+    }
+
+    /// A rejection with these violations and warnings.
+    pub fn reject(violations: Vec<Diagnostic>, warnings: Vec<Diagnostic>) -> Decision {
+        Decision {
+            accepted: false,
+            violations,
+            warnings,
+            patch: Vec::new(),
+            mutated_object: None,
+            signals: Vec::new(),
+        }
+    }
+
+    pub(crate) fn with_signals(
+        mut self,
+        report: bool,
+        resolution: &Resolution,
+        pod: &PodView<'_>,
+    ) -> Decision {
+        if !report {
+            return self;
+        }
+        self.signals = resolution
+            .signals
+            .iter()
+            .map(|s| SignalReport::new(s, pod))
+            .collect();
+        self
+    }
+
+    /// The rejection message: one line per violation.
+    pub fn message(&self) -> Option<String> {
+        (!self.violations.is_empty()).then(|| render(&self.violations))
+    }
+
+    /// Warnings as the API server shows them, each within its
+    /// [`MAX_WARNING_CHARS`] limit (it truncates longer ones).
+    pub fn warning_lines(&self) -> Vec<String> {
+        self.warnings.iter().map(warning_line).collect()
+    }
+}
+
+/// The API server truncates admission warnings longer than this.
+pub const MAX_WARNING_CHARS: usize = 256;
+
+fn warning_line(warning: &Diagnostic) -> String {
+    let line = warning.to_string();
+    match line.char_indices().nth(MAX_WARNING_CHARS - 1) {
+        Some((end, _)) => format!("{}…", line.get(..end).unwrap_or_default()),
+        None => line,
+    }
+}
+
+/// Accepted with these operations, the object not yet patched: the caller
+/// either rebases them ([`adopt`]) or applies them ([`materialize`]).
+pub(crate) fn planned(ops: Vec<AddOp>, warnings: Vec<Diagnostic>) -> Decision {
+    Decision {
+        patch: ops,
+        ..Decision::accept(warnings)
+    }
+}
+
+/// Applies a [`planned`] decision's operations to a copy of the object.
+pub(crate) fn materialize(object: &Value, mut decision: Decision) -> Decision {
+    if !decision.accepted || decision.patch.is_empty() {
+        return decision;
+    }
+    let signals = std::mem::take(&mut decision.signals);
+    Decision {
+        signals,
+        ..finish(object, decision.patch, decision.warnings)
+    }
+}
+
+pub(crate) fn finish(object: &Value, ops: Vec<AddOp>, warnings: Vec<Diagnostic>) -> Decision {
+    if ops.is_empty() {
+        return Decision::accept(warnings);
+    }
+    let mut mutated = object.clone();
+    if let Err(e) = apply(&mut mutated, &ops) {
+        return Decision::reject(
+            vec![Diagnostic::new(
+                Code::MalformedObject,
+                e.path,
+                "cannot be added to the object",
+                "report this object to the policy maintainers",
+            )],
+            warnings,
+        );
+    }
+    Decision {
+        accepted: true,
+        violations: Vec::new(),
+        warnings,
+        patch: ops,
+        mutated_object: Some(mutated),
+        signals: Vec::new(),
+    }
+}

@@ -1,0 +1,176 @@
+//! Top level: an admission review and the settings in, a decision out.
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+
+use crate::admission::decide::decide;
+use crate::admission::decision::{materialize, Decision};
+use crate::admission::needs::{needs_reading, ReadPod};
+use crate::admission::owning::decide_owning;
+use crate::admission::update::{check_new_ephemeral_containers, pod_template_unchanged};
+use crate::input::facts::{Facts, Needs};
+use crate::input::pod::PodView;
+use crate::input::review::{locate_pod_spec, Operation, Review};
+use crate::input::settings::Settings;
+use crate::vocab::diagnostics::{Code, Diagnostic};
+use crate::vocab::kinds::{Kind, SUPPORTED_KINDS};
+
+/// An admission request read once: first what to look up outside it, then
+/// the decision with what was found. The same answers as
+/// [`needs_request`](crate::needs_request) then
+/// [`evaluate_request_with_facts`], without reading the pod twice.
+pub struct Admission<'a> {
+    review: Result<Review<'a>, Diagnostic>,
+    settings: &'a Settings,
+    needs: Needs,
+    read: Option<ReadPod<'a>>,
+    signals: bool,
+}
+
+impl<'a> Admission<'a> {
+    /// Reads the request and works out what to look up.
+    pub fn new(request: &'a Value, settings: &'a Settings) -> Admission<'a> {
+        let review = Review::from_admission_request(request);
+        let (needs, read) = match &review {
+            Ok(review) => needs_reading(review, settings),
+            Err(_) => (Needs::default(), None),
+        };
+        Admission {
+            review,
+            settings,
+            needs,
+            read,
+            signals: true,
+        }
+    }
+
+    /// Leaves [`Decision::signals`] empty: an admission webhook answers
+    /// with the verdict and the patch only, so it skips building them.
+    pub fn without_signals(mut self) -> Admission<'a> {
+        self.signals = false;
+        self
+    }
+
+    /// What the adapter should look up before [`Admission::decide`].
+    pub fn needs(&self) -> &Needs {
+        &self.needs
+    }
+
+    /// The decision, with the facts gathered for [`Admission::needs`].
+    pub fn decide(self, facts: &Facts) -> Decision {
+        match self.review {
+            Ok(review) => evaluate_read(&review, self.settings, facts, self.read, self.signals),
+            Err(problem) => Decision::reject(vec![problem], Vec::new()),
+        }
+    }
+}
+
+/// Evaluates a raw Kubernetes AdmissionRequest.
+pub fn evaluate_request(request: &Value, settings: &Settings) -> Decision {
+    evaluate_request_with_facts(request, settings, &Facts::default())
+}
+
+/// Evaluates a raw Kubernetes AdmissionRequest with facts from outside it.
+pub fn evaluate_request_with_facts(
+    request: &Value,
+    settings: &Settings,
+    facts: &Facts,
+) -> Decision {
+    match Review::from_admission_request(request) {
+        Ok(review) => evaluate_with_facts(&review, settings, facts),
+        Err(problem) => Decision::reject(vec![problem], Vec::new()),
+    }
+}
+
+/// Evaluates one review: the verdict, the findings and the patch.
+pub fn evaluate(review: &Review<'_>, settings: &Settings) -> Decision {
+    evaluate_with_facts(review, settings, &Facts::default())
+}
+
+/// Evaluates one review with facts from the registry and the cluster:
+/// cluster RuntimeClasses and the Windows taint of the nodes complete the
+/// settings (the settings' own entries win); image platforms and the node
+/// inventory refine the placement. Empty facts change nothing.
+pub fn evaluate_with_facts(review: &Review<'_>, settings: &Settings, facts: &Facts) -> Decision {
+    evaluate_read(review, settings, facts, None, true)
+}
+
+fn evaluate_read<'a>(
+    review: &Review<'a>,
+    settings: &Settings,
+    facts: &Facts,
+    read: Option<ReadPod<'a>>,
+    signals: bool,
+) -> Decision {
+    if matches!(review.operation, Operation::Delete | Operation::Connect) {
+        return Decision::accept(Vec::new());
+    }
+    let completed = crate::admission::context::complete(settings, facts);
+    // A resolution without facts holds only while there are none.
+    let facts_change_nothing = matches!(completed, Cow::Borrowed(_)) && facts.is_empty();
+    let read = match read {
+        Some(r) if !facts_change_nothing => Some(ReadPod {
+            resolution: None,
+            ..r
+        }),
+        read => read,
+    };
+    evaluate_in(review, &completed, facts, read, signals)
+}
+
+fn evaluate_in<'a>(
+    review: &Review<'a>,
+    settings: &Settings,
+    facts: &Facts,
+    read: Option<ReadPod<'a>>,
+    signals: bool,
+) -> Decision {
+    let operation = review.operation;
+    if matches!(operation, Operation::Delete | Operation::Connect) {
+        return Decision::accept(Vec::new());
+    }
+    let Some(kind) = Kind::parse(review.kind) else {
+        return unsupported_kind(review.kind);
+    };
+    let spec = match locate_pod_spec(review.object, kind) {
+        Ok(found) => found,
+        Err(d) => return Decision::reject(vec![d], Vec::new()),
+    };
+    if kind == Kind::Pod && operation == Operation::Update {
+        let pod = match read {
+            Some(read) => read.pod,
+            None => match PodView::read(spec.0, spec.1) {
+                Ok(pod) => pod,
+                Err(problems) => return Decision::reject(problems, Vec::new()),
+            },
+        };
+        return check_new_ephemeral_containers(&pod, review.old_object, settings, facts, signals);
+    }
+    if operation == Operation::Update && pod_template_unchanged(review, kind, spec.0) {
+        // Scaling, relabelling or a Job's bookkeeping must not be blocked or
+        // turned into a rollout; a changed template is judged like a new one.
+        return Decision::accept(Vec::new());
+    }
+    if !settings.mutate || kind == Kind::Pod {
+        // A Pod is never patched again after CREATE: nothing to own.
+        return materialize(
+            review.object,
+            decide(review.object, kind, settings, facts, read, signals),
+        );
+    }
+    let selector = spec.1.field("nodeSelector").pointer().to_string();
+    decide_owning(review, kind, &selector, settings, facts, read, signals)
+}
+
+fn unsupported_kind(kind: &str) -> Decision {
+    Decision::reject(
+        vec![Diagnostic::new(
+            Code::UnsupportedKind,
+            "kind",
+            format!("{kind:?} is not a kind this policy evaluates"),
+            format!("limit the policy's rules to {SUPPORTED_KINDS}"),
+        )],
+        Vec::new(),
+    )
+}

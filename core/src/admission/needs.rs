@@ -1,0 +1,114 @@
+//! What an admission request needs from the host: the images, the
+//! RuntimeClasses and the node list the rules would read.
+
+use serde_json::Value;
+
+use crate::input::facts::{Facts, Needs};
+use crate::input::pod::PodView;
+use crate::input::review::{locate_pod_spec, Operation, Review};
+use crate::input::settings::{ImageLookup, Settings};
+use crate::signals::resolve::{resolve_with, Resolution};
+use crate::vocab::kinds::Kind;
+
+/// The pod spec of a review's object as read while working out the lookups,
+/// kept so the decision does not read and resolve it again.
+pub(crate) struct ReadPod<'a> {
+    pub pod: PodView<'a>,
+    /// The resolution without facts, when the lookups needed it.
+    pub resolution: Option<Resolution>,
+}
+
+/// What to look up for a raw AdmissionRequest.
+pub fn needs_request(request: &Value, settings: &Settings) -> Needs {
+    match Review::from_admission_request(request) {
+        Ok(review) => needs(&review, settings),
+        Err(_) => Needs::default(),
+    }
+}
+
+/// What to look up for a review under the settings: nothing for requests
+/// the rules do not judge. `imageLookup: undecided` asks only for images
+/// whose reference decides nothing, and only while the OS or the build is
+/// open; `always` asks for every image.
+pub fn needs(review: &Review<'_>, settings: &Settings) -> Needs {
+    needs_reading(review, settings).0
+}
+
+/// As [`needs`], keeping the pod as read (and its resolution without facts,
+/// when working out the lookups took one) so the decision need not read it again.
+pub(crate) fn needs_reading<'a>(
+    review: &Review<'a>,
+    settings: &Settings,
+) -> (Needs, Option<ReadPod<'a>>) {
+    let mut needs = Needs::default();
+    if matches!(review.operation, Operation::Delete | Operation::Connect) {
+        return (needs, None);
+    }
+    let Some(kind) = Kind::parse(review.kind) else {
+        return (needs, None);
+    };
+    let Ok((spec, path)) = locate_pod_spec(review.object, kind) else {
+        return (needs, None);
+    };
+    let Ok(pod) = PodView::read(spec, path) else {
+        return (needs, None);
+    };
+    if let Some(name) = pod.runtime_class_name {
+        if settings.runtime_class(name).is_none() {
+            needs.runtime_classes.push(name.to_string());
+        }
+    }
+    needs.nodes = settings.node_inventory.reads_nodes() || settings.windows_taint.reads_nodes();
+    let (images, resolution) = images_to_look_up(&pod, settings);
+    needs.images = images;
+    (needs, Some(ReadPod { pod, resolution }))
+}
+
+fn images_to_look_up(pod: &PodView<'_>, settings: &Settings) -> (Vec<String>, Option<Resolution>) {
+    let all = pod.containers.iter().filter_map(|c| c.image);
+    let mut resolution = None;
+    let wanted: Vec<&str> = match settings.image_lookup {
+        ImageLookup::Off => Vec::new(),
+        ImageLookup::Always => all.collect(),
+        ImageLookup::Undecided => {
+            let resolved = resolve_with(pod, settings, &Facts::default());
+            let wanted = if placement_fixed(&resolved, settings) {
+                Vec::new()
+            } else {
+                // The resolution classified every image already.
+                resolved
+                    .undecided_images
+                    .iter()
+                    .filter_map(|&i| pod.containers.get(i).and_then(|c| c.image))
+                    .collect()
+            };
+            resolution = Some(resolved);
+            wanted
+        }
+    };
+    let mut images: Vec<String> = Vec::new();
+    for image in wanted {
+        if !images.iter().any(|i| i == image) {
+            images.push(image.to_string());
+        }
+    }
+    (images, resolution)
+}
+
+/// Whether the pod's own fields already fix the OS and, for Windows, the
+/// build (or need none): then no image answer can change the placement.
+fn placement_fixed(resolution: &Resolution, settings: &Settings) -> bool {
+    if !resolution.conflicts.is_empty() {
+        // Rejected whatever the images are.
+        return true;
+    }
+    let node = resolution.node_placement();
+    let pinned = node.windows.as_ref().is_some_and(|b| b.single().is_some());
+    match node.os() {
+        Some(crate::vocab::constraint::Os::Linux) => true,
+        Some(crate::vocab::constraint::Os::Windows) => {
+            pinned || resolution.host_process || !settings.pin_windows_build
+        }
+        None => false,
+    }
+}

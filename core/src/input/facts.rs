@@ -1,0 +1,152 @@
+//! Facts the policy adapter gathered outside the request: image platforms
+//! from the registry, RuntimeClasses and Nodes from the cluster. Pure data:
+//! the core never fetches anything. With no facts every rule behaves as if
+//! only the request and the settings existed.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::Toleration;
+use serde::{Deserialize, Serialize};
+
+pub use crate::input::node::Node;
+use crate::input::settings::Settings;
+use crate::vocab::constraint::BuildSet;
+use crate::vocab::isolation::Isolation;
+
+/// Everything known beyond the request and the settings.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Facts {
+    /// Platforms per image reference, exactly as written in the pod.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub images: BTreeMap<String, ImageFacts>,
+    /// RuntimeClasses by name, as read from the cluster.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub runtime_classes: BTreeMap<String, RuntimeClassFacts>,
+    /// The cluster's nodes; `None` when not looked up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<NodeFacts>,
+}
+
+/// What the registry said about one image reference.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ImageFacts {
+    /// The entries of its index, or the single manifest's config.
+    Platforms(Vec<Platform>),
+    /// The lookup failed: the error text, for the warning.
+    LookupFailed(String),
+}
+
+/// One platform an image runs on (OCI image-index `platform`, or config).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Platform {
+    /// `linux`, `windows`, or what else the registry says (`unknown` for attestations).
+    pub os: String,
+    /// `os.version`, e.g. `10.0.20348.2700`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub os_version: Option<String>,
+    /// `amd64`, `arm64`, ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub architecture: Option<String>,
+}
+
+/// What the cluster said about one RuntimeClass.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum RuntimeClassFacts {
+    /// It exists.
+    Found(ClusterRuntimeClass),
+    /// The cluster has no RuntimeClass of that name.
+    Missing,
+    /// The lookup failed: the error text.
+    LookupFailed(String),
+}
+
+/// The parts of a `node.k8s.io/v1` RuntimeClass the rules read.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterRuntimeClass {
+    /// The CRI handler, e.g. `runhcs-wcow-process`.
+    #[serde(default)]
+    pub handler: String,
+    /// `scheduling`, as in the API.
+    #[serde(default)]
+    pub scheduling: SchedulingFacts,
+    /// Declared isolation; otherwise inferred from the handler.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolation: Option<Isolation>,
+}
+
+/// `RuntimeClass.scheduling`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SchedulingFacts {
+    /// `scheduling.nodeSelector`.
+    #[serde(default)]
+    pub node_selector: BTreeMap<String, String>,
+    /// `scheduling.tolerations`.
+    #[serde(default)]
+    pub tolerations: Vec<Toleration>,
+}
+
+/// The cluster's node inventory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum NodeFacts {
+    /// Every node, as listed.
+    Listed(Vec<Node>),
+    /// The list failed: the error text.
+    LookupFailed(String),
+}
+
+impl Facts {
+    /// Whether nothing was gathered: the rules see only the request and the settings.
+    pub fn is_empty(&self) -> bool {
+        self.images.is_empty() && self.runtime_classes.is_empty() && self.nodes.is_none()
+    }
+
+    /// The listed nodes, when the inventory was read.
+    pub fn listed_nodes(&self) -> Option<&[Node]> {
+        match &self.nodes {
+            Some(NodeFacts::Listed(nodes)) => Some(nodes),
+            _ => None,
+        }
+    }
+
+    /// Builds of the Windows nodes: from the inventory, else `windowsBuilds`
+    /// in the settings; `None` when neither says.
+    pub fn cluster_builds(&self, settings: &Settings) -> Option<BuildSet> {
+        if let Some(nodes) = self.listed_nodes().filter(|n| !n.is_empty()) {
+            return Some(
+                nodes
+                    .iter()
+                    .filter(|n| n.is_windows())
+                    .filter_map(Node::build)
+                    .collect(),
+            );
+        }
+        (!settings.windows_builds.is_empty())
+            .then(|| settings.windows_builds.iter().copied().collect())
+    }
+}
+
+/// What the adapter should look up for one request.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Needs {
+    /// Distinct image references to read platforms for, in pod order.
+    pub images: Vec<String>,
+    /// RuntimeClass names the settings do not declare.
+    pub runtime_classes: Vec<String>,
+    /// Whether to list the cluster's Nodes.
+    pub nodes: bool,
+}
+
+impl Needs {
+    /// Whether nothing is to be looked up.
+    pub fn is_empty(&self) -> bool {
+        self.images.is_empty() && self.runtime_classes.is_empty() && !self.nodes
+    }
+}

@@ -1,0 +1,8 @@
+//! What comes in: the settings, the pod view of an object, the review, and
+//! the facts an adapter gathered outside the request, as plain data.
+
+pub mod facts;
+pub mod node;
+pub mod pod;
+pub mod review;
+pub mod settings;

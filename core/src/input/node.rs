@@ -1,0 +1,233 @@
+//! One node as the scheduler filters it: a Node of the cluster, or a pool
+//! of identical nodes drawn in the playground. Plain data: the filters
+//! live in `scheduling`.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::vocab::build::WindowsBuild;
+use crate::vocab::constraint::{Os, Placement};
+use crate::vocab::diagnostics::{Code, Diagnostic};
+use crate::vocab::labels::{ARCH_LABEL, BETA_OS_LABEL, OS_LABEL, WINDOWS_BUILD_LABEL};
+use crate::vocab::taint::{Taint, TAINT_EFFECTS};
+
+/// A node, reduced to what placement depends on.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Node {
+    /// `metadata.name`; in the playground, the pool's name.
+    pub name: String,
+    /// `linux` or `windows` (label `kubernetes.io/os`, else `nodeInfo.operatingSystem`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub os: Option<String>,
+    /// `10.0.N` (label `node.kubernetes.io/windows-build`, else `nodeInfo.kernelVersion`).
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "build")]
+    pub windows_build: Option<String>,
+    /// `kubernetes.io/arch` or `nodeInfo.architecture`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub architecture: Option<String>,
+    /// `metadata.labels`.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    /// `spec.taints`.
+    #[serde(default)]
+    pub taints: Vec<Taint>,
+}
+
+impl Node {
+    /// Whether this is a Windows node.
+    pub fn is_windows(&self) -> bool {
+        self.os
+            .as_deref()
+            .or(self.labels.get(OS_LABEL).map(String::as_str))
+            == Some("windows")
+    }
+
+    /// Whether this is a Linux node (no OS known counts as Linux, the default).
+    pub fn is_linux(&self) -> bool {
+        !self.is_windows()
+    }
+
+    /// The node's Windows build, from the label or `windowsBuild`.
+    pub fn build(&self) -> Option<WindowsBuild> {
+        self.labels
+            .get(WINDOWS_BUILD_LABEL)
+            .or(self.windows_build.as_ref())
+            .and_then(|b| WindowsBuild::parse_version(b))
+    }
+
+    /// A label's value; the labels the kubelet sets on every node
+    /// (`kubernetes.io/os`, `beta.kubernetes.io/os`, `kubernetes.io/arch`,
+    /// `node.kubernetes.io/windows-build`) are read from the node's fields
+    /// when the label list lacks them.
+    pub fn label(&self, key: &str) -> Option<Cow<'_, str>> {
+        if let Some(value) = self.labels.get(key) {
+            return Some(Cow::Borrowed(value));
+        }
+        match key {
+            OS_LABEL | BETA_OS_LABEL => self.os.as_deref().map(Cow::Borrowed),
+            WINDOWS_BUILD_LABEL => self.build().map(|b| Cow::Owned(b.to_string())),
+            ARCH_LABEL => self.architecture.as_deref().map(Cow::Borrowed),
+            _ => None,
+        }
+    }
+
+    /// Whether the node's OS and build run containers that need `placement`.
+    pub fn runs(&self, placement: &Placement) -> bool {
+        if !self.is_windows() {
+            return placement.linux;
+        }
+        match (&placement.windows, self.build()) {
+            (None, _) => false,
+            (Some(_), None) => true,
+            (Some(builds), Some(build)) => builds.allows(build),
+        }
+    }
+
+    /// A pool of the playground: its labels also carry what the kubelet sets
+    /// on every node (`kubernetes.io/os`, the deprecated but still set
+    /// `beta.kubernetes.io/os`, and on Windows `node.kubernetes.io/windows-build`).
+    pub fn pool(
+        name: impl Into<String>,
+        os: Os,
+        build: Option<WindowsBuild>,
+        mut labels: BTreeMap<String, String>,
+        taints: Vec<Taint>,
+    ) -> Node {
+        let build = build.filter(|_| os == Os::Windows);
+        for key in [OS_LABEL, BETA_OS_LABEL] {
+            labels
+                .entry(key.to_string())
+                .or_insert_with(|| os.label().to_string());
+        }
+        if let Some(build) = build {
+            labels
+                .entry(WINDOWS_BUILD_LABEL.to_string())
+                .or_insert_with(|| build.to_string());
+        }
+        Node {
+            name: name.into(),
+            os: Some(os.label().to_string()),
+            windows_build: build.map(|b| b.to_string()),
+            architecture: None,
+            labels,
+            taints,
+        }
+    }
+}
+
+/// Reads node pools from JSON: a list of `{name, os, build, labels, taints}`.
+/// Every problem is reported with its path, e.g. `[1].build`.
+pub fn pools_from_value(value: &Value) -> Result<Vec<Node>, Vec<Diagnostic>> {
+    let Some(items) = value.as_array() else {
+        return Err(vec![invalid("", "expected a list of node pools")]);
+    };
+    let mut pools = Vec::new();
+    let mut problems = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        match pool_from_value(item, &format!("[{i}]")) {
+            Ok(pool) => pools.push(pool),
+            Err(mut found) => problems.append(&mut found),
+        }
+    }
+    if problems.is_empty() {
+        Ok(pools)
+    } else {
+        Err(problems)
+    }
+}
+
+fn pool_from_value(item: &Value, at: &str) -> Result<Node, Vec<Diagnostic>> {
+    let mut problems = Vec::new();
+    let text = |key: &str| item.get(key).and_then(Value::as_str);
+    let name = text("name").unwrap_or_default();
+    if name.is_empty() {
+        problems.push(invalid(&format!("{at}.name"), "a pool needs a name"));
+    }
+    let os = text("os").and_then(Os::from_label);
+    if os.is_none() {
+        problems.push(invalid(&format!("{at}.os"), "set it to linux or windows"));
+    }
+    let build = match text("build") {
+        None => None,
+        Some(b) => match WindowsBuild::parse_label(b) {
+            Ok(build) => Some(build),
+            Err(e) => {
+                problems.push(invalid(&format!("{at}.build"), e.to_string()));
+                None
+            }
+        },
+    };
+    let labels = string_map(item.get("labels"), &format!("{at}.labels"), &mut problems);
+    let taints = taints(item.get("taints"), &format!("{at}.taints"), &mut problems);
+    match os {
+        Some(os) if problems.is_empty() => Ok(Node::pool(name, os, build, labels, taints)),
+        _ => Err(problems),
+    }
+}
+
+fn string_map(
+    value: Option<&Value>,
+    at: &str,
+    problems: &mut Vec<Diagnostic>,
+) -> BTreeMap<String, String> {
+    let mut map = BTreeMap::new();
+    match value {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(entries)) => {
+            for (k, v) in entries {
+                match v.as_str() {
+                    Some(v) => {
+                        map.insert(k.clone(), v.to_string());
+                    }
+                    None => {
+                        problems.push(invalid(&format!("{at}[{k}]"), "label values are strings"))
+                    }
+                }
+            }
+        }
+        Some(_) => problems.push(invalid(at, "expected a map of labels")),
+    }
+    map
+}
+
+fn taints(value: Option<&Value>, at: &str, problems: &mut Vec<Diagnostic>) -> Vec<Taint> {
+    let items = match value {
+        None | Some(Value::Null) => return Vec::new(),
+        Some(Value::Array(items)) => items,
+        Some(_) => {
+            problems.push(invalid(at, "expected a list of taints"));
+            return Vec::new();
+        }
+    };
+    let mut found = Vec::new();
+    for (i, t) in items.iter().enumerate() {
+        let text = |key: &str| t.get(key).and_then(Value::as_str).unwrap_or_default();
+        let effect = text("effect");
+        if text("key").is_empty() || !TAINT_EFFECTS.contains(&effect) {
+            problems.push(invalid(
+                &format!("{at}[{i}]"),
+                "a taint needs a key and an effect NoSchedule, PreferNoSchedule or NoExecute",
+            ));
+            continue;
+        }
+        found.push(Taint {
+            key: text("key").to_string(),
+            value: text("value").to_string(),
+            effect: effect.to_string(),
+        });
+    }
+    found
+}
+
+fn invalid(path: &str, message: impl Into<String>) -> Diagnostic {
+    Diagnostic::new(
+        Code::InvalidValue,
+        path,
+        message,
+        "see the node pool format",
+    )
+}

@@ -1,0 +1,137 @@
+//! The admission review: the operation, the kind, the object and the old
+//! object, and where the object keeps its pod spec.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::input::pod::malformed;
+use crate::vocab::diagnostics::{Code, Diagnostic};
+use crate::vocab::field_path::FieldPath;
+use crate::vocab::kinds::Kind;
+
+/// The admission operation, as `AdmissionRequest.operation` spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Operation {
+    /// `CREATE`
+    Create,
+    /// `UPDATE`
+    Update,
+    /// `DELETE`
+    Delete,
+    /// `CONNECT`
+    Connect,
+}
+
+impl Operation {
+    /// Parses the exact upper-case name; `None` for anything else.
+    pub fn parse(s: &str) -> Option<Operation> {
+        Some(match s {
+            "CREATE" => Operation::Create,
+            "UPDATE" => Operation::Update,
+            "DELETE" => Operation::Delete,
+            "CONNECT" => Operation::Connect,
+            _ => return None,
+        })
+    }
+
+    /// The name as the API spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::Create => "CREATE",
+            Operation::Update => "UPDATE",
+            Operation::Delete => "DELETE",
+            Operation::Connect => "CONNECT",
+        }
+    }
+}
+
+impl fmt::Display for Operation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Operation {
+    type Err = Diagnostic;
+
+    fn from_str(s: &str) -> Result<Operation, Diagnostic> {
+        Operation::parse(s).ok_or_else(|| {
+            Diagnostic::new(
+                Code::UnsupportedKind,
+                "operation",
+                format!("{s:?} is not an admission operation"),
+                "send CREATE, UPDATE, DELETE or CONNECT",
+            )
+        })
+    }
+}
+
+/// The parts of an admission request the rules look at.
+#[derive(Debug, Clone, Copy)]
+pub struct Review<'a> {
+    /// `kind.kind` of the request, e.g. `Deployment`.
+    pub kind: &'a str,
+    /// What the API server is doing with the object.
+    pub operation: Operation,
+    /// The object under review.
+    pub object: &'a Value,
+    /// The object before an UPDATE.
+    pub old_object: Option<&'a Value>,
+}
+
+impl<'a> Review<'a> {
+    /// Reads a Kubernetes AdmissionRequest (`kind.kind`, `operation`,
+    /// `object`, `oldObject`); an unknown operation is an error naming it.
+    pub fn from_admission_request(request: &'a Value) -> Result<Review<'a>, Diagnostic> {
+        let operation = request
+            .get("operation")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .parse()?;
+        Ok(Review {
+            // Two lookups: `Value::pointer` allocates for each token.
+            kind: request
+                .get("kind")
+                .and_then(|kind| kind.get("kind"))
+                .and_then(Value::as_str)
+                .unwrap_or(""),
+            operation,
+            object: request.get("object").unwrap_or(&Value::Null),
+            old_object: request.get("oldObject").filter(|v| !v.is_null()),
+        })
+    }
+}
+
+/// The pod spec of `object` and its path, by kind; a diagnostic naming the
+/// missing or malformed field otherwise.
+pub fn locate_pod_spec(object: &Value, kind: Kind) -> Result<(&Value, FieldPath), Diagnostic> {
+    let mut path = FieldPath::root();
+    let mut current = object;
+    if !current.is_object() {
+        return Err(malformed(
+            &FieldPath::root().field("object"),
+            "an object",
+            current,
+        ));
+    }
+    for field in kind.pod_spec_fields() {
+        path = path.field(field);
+        current = match current.get(field) {
+            Some(next @ Value::Object(_)) => next,
+            Some(other) => return Err(malformed(&path, "an object", other)),
+            None => {
+                return Err(Diagnostic::new(
+                    Code::MalformedObject,
+                    path.display(),
+                    "is missing, so there is no pod spec to place",
+                    format!("add {path} as the Kubernetes API requires for a {kind:?}"),
+                ))
+            }
+        };
+    }
+    Ok((current, path))
+}

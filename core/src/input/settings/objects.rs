@@ -1,0 +1,151 @@
+//! The settings, declared once: every key of every settings object with
+//! its field, type, default and meaning. The struct, its reader, its
+//! defaults, its key list and its schema all come from these declarations.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::Toleration;
+
+use crate::input::settings::declare::{settings_object, Validate};
+use crate::input::settings::read::At;
+use crate::input::settings::taints::TaintSetting;
+use crate::input::settings::{DefaultOs, ImageLookup, LookupFailure, NodeInventory};
+use crate::vocab::build::WindowsBuild;
+use crate::vocab::glob::{Glob, GlobError};
+use crate::vocab::isolation::Isolation;
+use crate::vocab::names::is_dns_subdomain;
+
+settings_object! {
+    /// The policy's settings, as `ClusterAdmissionPolicy.spec.settings` gives them.
+    pub struct Settings {
+        /// Add missing placement (true) or reject misplaced pods (false).
+        mutate: bool = true => "mutate";
+        /// The OS of a pod with no OS signal: linux, or none to leave such pods alone.
+        default_os: DefaultOs = DefaultOs::Linux => "defaultOS";
+        /// The taint on Windows nodes ({key, value, effect}); null when they are not tainted; fromNodes reads it from the Windows nodes.
+        windows_taint: TaintSetting = TaintSetting::Untainted => "windowsTaint";
+        /// Pin Windows pods to node.kubernetes.io/windows-build when the build is known.
+        pin_windows_build: bool = true => "pinWindowsBuild";
+        /// Also require and set spec.os.name.
+        set_pod_os: bool = false => "setPodOS";
+        /// Place Windows pods with runtimeClassName instead of raw selector entries.
+        prefer_runtime_class: bool = false => "preferRuntimeClass";
+        /// The cluster's RuntimeClasses that carry scheduling; a class not listed is read from the cluster, and a listed one wins over the cluster's.
+        runtime_classes: Vec<RuntimeClass> = Vec::new() => "runtimeClasses";
+        /// Rules for private images, checked before the built-in ones.
+        windows_images: Vec<ImageRule> = Vec::new() => "windowsImages";
+        /// Which images to read from their registry: off, undecided (only those whose reference says nothing, or no build, while the pod's OS or build is open) or always.
+        image_lookup: ImageLookup = ImageLookup::Undecided => "imageLookup";
+        /// A failed image lookup: warn (fall back to the reference rules) or reject.
+        lookup_failure: LookupFailure = LookupFailure::Warn => "lookupFailure";
+        /// Read the cluster's Nodes and warn about, or reject, a pod no node can run after the patch: off, warn or reject.
+        node_inventory: NodeInventory = NodeInventory::Off => "nodeInventory";
+        /// The builds (10.0.N) the Windows nodes run, for build placement when the Nodes are not read.
+        windows_builds: Vec<WindowsBuild> = Vec::new() => "windowsBuilds";
+    }
+}
+
+impl Validate for Settings {
+    fn validate(&self, at: &At<'_>) {
+        if self.prefer_runtime_class && self.runtime_classes.is_empty() {
+            at.problem_at(
+                "preferRuntimeClass",
+                "is true but runtimeClasses is empty: declare the cluster's RuntimeClasses that carry scheduling, or set preferRuntimeClass to false",
+            );
+        }
+        for (i, class) in self.runtime_classes.iter().enumerate() {
+            if self
+                .runtime_classes
+                .iter()
+                .take(i)
+                .any(|c| c.name == class.name)
+            {
+                at.field("runtimeClasses").index(i).problem_at(
+                    "name",
+                    format_args!(
+                        "{:?} is declared twice: RuntimeClass names are unique",
+                        class.name
+                    ),
+                );
+            }
+        }
+        for (i, build) in self.windows_builds.iter().enumerate() {
+            if self.windows_builds.iter().take(i).any(|b| b == build) {
+                at.field("windowsBuilds")
+                    .index(i)
+                    .problem(format_args!("\"{build}\" is listed twice"));
+            }
+        }
+    }
+}
+
+settings_object! {
+    /// A cluster RuntimeClass that carries scheduling.
+    pub struct RuntimeClass {
+        /// The RuntimeClass name.
+        name: String = String::new() => "name", required "is required";
+        /// As in the RuntimeClass: nodeSelector and tolerations.
+        scheduling: Scheduling = Scheduling::default() => "scheduling",
+            required "is required: list only RuntimeClasses that carry scheduling (nodeSelector and tolerations)";
+        /// Its CRI handler; a handler such as runhcs-wcow-hypervisor means Hyper-V isolation.
+        handler: Option<String> = None => "handler";
+        /// process or hyperv (the class runs Windows images on hosts of their build or newer); by default read from the handler.
+        isolation: Option<Isolation> = None => "isolation";
+    }
+}
+
+impl Validate for RuntimeClass {
+    fn validate(&self, at: &At<'_>) {
+        if !is_dns_subdomain(&self.name) {
+            at.problem_at(
+                "name",
+                format_args!(
+                    "{:?} is not a valid RuntimeClass name (a lower-case DNS subdomain such as windows-2022)",
+                    self.name
+                ),
+            );
+        }
+    }
+}
+
+settings_object! {
+    /// The scheduling part of a RuntimeClass.
+    pub struct Scheduling {
+        /// As in the RuntimeClass.
+        node_selector: BTreeMap<String, String> = BTreeMap::new() => "nodeSelector";
+        /// As in the RuntimeClass.
+        tolerations: Vec<Toleration> = Vec::new() => "tolerations";
+    }
+}
+
+impl Validate for Scheduling {
+    fn validate(&self, _: &At<'_>) {}
+}
+
+settings_object! {
+    /// A settings rule (`windowsImages[]`): images matching `pattern` are
+    /// Windows images. Rules are checked before the built-in conventions.
+    pub struct ImageRule {
+        /// On the whole image reference: * any run of characters (including /), ? one character, [a-z], [!a-z], \ escapes.
+        pattern: Glob = Glob::default() => "pattern",
+            required "is required: a glob on the image reference, e.g. registry.example.com/win/*";
+        /// 10.0.N. Without it the image is Windows and its build is only a release the reference names (ltsc2022), never a version number.
+        windows_build: Option<WindowsBuild> = None => "windowsBuild";
+    }
+}
+
+impl Validate for ImageRule {
+    fn validate(&self, _: &At<'_>) {}
+}
+
+impl ImageRule {
+    /// Compiles `pattern` into a rule.
+    pub fn new(pattern: &str, windows_build: Option<WindowsBuild>) -> Result<Self, GlobError> {
+        Ok(Self {
+            pattern: Glob::new(pattern)?,
+            windows_build,
+        })
+    }
+}
+
+impl Eq for ImageRule {}

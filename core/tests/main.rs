@@ -1,0 +1,28 @@
+//! The core's behaviour, through its public API: one test binary, a module
+//! per concern. Fixtures are data files under `fixtures/`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod common;
+mod props;
+
+mod api;
+mod architecture;
+mod corpus;
+mod do_no_harm;
+mod facts;
+mod image_references;
+mod kinds;
+mod missed_mutants;
+mod no_panic;
+mod ownership;
+mod placement;
+mod properties;
+mod regressions;
+mod resolution;
+mod unsatisfiable_labels;
+mod windows_api_rules;
