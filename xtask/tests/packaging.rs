@@ -2,7 +2,9 @@
 //! declaration: the Artifact Hub package (also as the real `kwctl scaffold
 //! artifacthub` writes it), its repository file, and the questions-ui form.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
+
+use os_placement_core::{FieldSchema, Shape};
 
 use serde_json::{json, Map, Value};
 use xtask::artifacthub::{artifacthub_package, package_field, PackageInputs};
@@ -135,28 +137,110 @@ fn kwctl_scaffold_artifacthub_agrees_with_the_package() {
     assert_eq!(ours, theirs, "kwctl wrote:\n{stdout}");
 }
 
-/// Every setting the policy reads. Today the core exports the top-level keys;
-/// the nested ones are checked by the core itself in
-/// [`questions_name_only_settings_the_policy_knows`].
-fn declared_settings() -> BTreeSet<String> {
-    os_placement_core::settings::SETTING_KEYS
-        .iter()
-        .map(|k| (*k).to_owned())
-        .collect()
+/// Every setting the policy reads, nested ones included, from the core's one
+/// declaration of the settings (`Settings::schema`): its path (`a.b`, `a[].b`
+/// for the items of a list) and what a form field for it must be.
+fn declared_settings() -> BTreeMap<String, &'static str> {
+    fn walk(fields: &[FieldSchema], prefix: &str, out: &mut BTreeMap<String, &'static str>) {
+        for field in fields {
+            let path = format!("{prefix}{}", field.key);
+            of_shape(&field.shape, &path, out);
+        }
+    }
+    fn of_shape(shape: &Shape, path: &str, out: &mut BTreeMap<String, &'static str>) {
+        let kind = match shape {
+            Shape::Boolean => "boolean",
+            Shape::String { .. } | Shape::Enum { .. } => "string",
+            Shape::Integer => "int",
+            Shape::Map => "map",
+            Shape::Object { fields } => {
+                walk(fields, &format!("{path}."), out);
+                "object"
+            }
+            Shape::List { item } => match item.as_ref() {
+                Shape::Object { fields } => {
+                    walk(fields, &format!("{path}[]."), out);
+                    "sequence"
+                }
+                _ => "array",
+            },
+            Shape::OneOf { options } => {
+                let object = options.iter().find(|o| matches!(o, Shape::Object { .. }));
+                object.map_or("string", |o| {
+                    of_shape(o, path, out);
+                    "object"
+                })
+            }
+            Shape::Literal { .. } | Shape::Null => "string",
+        };
+        out.insert(path.to_owned(), kind);
+    }
+    let mut out = BTreeMap::new();
+    walk(&os_placement_core::Settings::schema(), "", &mut out);
+    out
+}
+
+/// What a question's `type` fills in.
+fn question_kind(question: &Value) -> &'static str {
+    match question["type"].as_str().unwrap() {
+        "boolean" => "boolean",
+        "string" | "enum" => "string",
+        "int" => "int",
+        "array[" => "array",
+        "sequence[" => "sequence",
+        "map[" if question.get("subquestions").is_some() => "object",
+        "map[" => "map",
+        other => panic!("question type {other}"),
+    }
+}
+
+/// Every question's settings path and kind: sub-questions carry their path
+/// from the enclosing item, sequence questions are relative to their item.
+fn question_paths(questions: &[Value], item: &str, out: &mut BTreeMap<String, &'static str>) {
+    for question in questions {
+        let path = format!("{item}{}", question["variable"].as_str().unwrap());
+        if path == "description" {
+            continue;
+        }
+        out.insert(path.clone(), question_kind(question));
+        if let Some(sub) = question["subquestions"].as_array() {
+            question_paths(sub, item, out);
+        }
+        if let Some(sub) = question["sequence_questions"].as_array() {
+            question_paths(sub, &format!("{path}[]."), out);
+        }
+    }
+}
+
+#[test]
+fn questions_cover_every_setting_with_its_type() {
+    let mut asked = BTreeMap::new();
+    question_paths(&question_list(&questions()), "", &mut asked);
+    let declared = declared_settings();
+    assert!(declared.len() >= 25, "{declared:?}");
+    assert_eq!(asked, declared);
+}
+
+/// Enumerations offer exactly the values the policy accepts, and the top-level
+/// defaults are the declared defaults.
+#[test]
+fn questions_offer_the_declared_values_and_defaults() {
+    for field in os_placement_core::Settings::schema() {
+        let question = question_list(&questions())
+            .into_iter()
+            .find(|q| q["variable"] == field.key)
+            .unwrap();
+        if let Shape::Enum { values } = &field.shape {
+            assert_eq!(question["options"], json!(values), "{}", field.key);
+        }
+        if matches!(field.shape, Shape::Boolean | Shape::Enum { .. }) {
+            assert_eq!(question["default"], field.default, "{}", field.key);
+        }
+    }
 }
 
 fn question_list(questions: &Value) -> Vec<Value> {
     questions["questions"].as_array().unwrap().clone()
-}
-
-#[test]
-fn questions_cover_every_setting() {
-    let covered: BTreeSet<String> = question_list(&questions())
-        .iter()
-        .map(|q| q["variable"].as_str().unwrap().to_owned())
-        .filter(|v| v != "description")
-        .collect();
-    assert_eq!(covered, declared_settings());
 }
 
 /// A value of the question's type: its default, else its first option, else
@@ -182,6 +266,7 @@ fn sample(question: &Value) -> Value {
         "map[" => json!({"kubernetes.io/os": "windows"}),
         "sequence[" => json!([Value::Object(nested("sequence_questions"))]),
         "array[" => json!(["10.0.20348"]),
+        "int" => json!(300),
         "enum" if question["default"].is_null() => question["options"][0].clone(),
         "string" if question["default"].as_str().is_none_or(str::is_empty) => json!("x"),
         _ => question["default"].clone(),
