@@ -160,60 +160,80 @@ pub fn push_image(host: &str, image: &TestImage) -> Result<PushedImage> {
         client
             .store_auth_if_needed(reference.resolve_registry(), &RegistryAuth::Anonymous)
             .await;
-        let format = image.format;
-        let mut entries = Vec::new();
         let count = if image.single {
             1
         } else {
             image.platforms.len()
         };
+        let mut entries = Vec::new();
         for platform in image.platforms.iter().take(count) {
-            let config = config_blob(platform);
-            for blob in [&config[..], &EMPTY_TAR[..]] {
-                client
-                    .push_blob(&reference, blob.to_vec(), &sha256(blob))
-                    .await
-                    .map_err(|e| registry_error("cannot push a blob of", &reference, e))?;
-            }
-            let manifest = json!({
-                "schemaVersion": 2,
-                "mediaType": format.manifest(),
-                "config": descriptor(format.config(), &config),
-                "layers": [descriptor(format.layer(), &EMPTY_TAR)],
-            })
-            .to_string()
-            .into_bytes();
-            let target = if image.single {
-                reference.clone()
-            } else {
-                reference.clone_with_digest(sha256(&manifest))
-            };
-            push_manifest(&client, &target, &manifest, format.manifest()).await?;
-            let mut entry = descriptor(format.manifest(), &manifest);
-            if let Value::Object(map) = &mut entry {
-                map.insert("platform".to_owned(), platform.json());
-            }
-            entries.push((entry, manifest));
+            entries.push(push_platform(&client, &reference, image, platform).await?);
         }
         let digest = match (image.single, entries.first()) {
             (true, Some((_, manifest))) => sha256(manifest),
-            _ => {
-                let index = json!({
-                    "schemaVersion": 2,
-                    "mediaType": format.index(),
-                    "manifests": entries.iter().map(|(e, _)| e.clone()).collect::<Vec<_>>(),
-                })
-                .to_string()
-                .into_bytes();
-                push_manifest(&client, &reference, &index, format.index()).await?;
-                sha256(&index)
-            }
+            _ => push_index(&client, &reference, image.format, &entries).await?,
         };
         Ok(PushedImage {
             reference: reference.whole(),
             digest,
         })
     })
+}
+
+/// One platform of `image`: its config and layer blobs and its manifest
+/// (under the tag for a single image, else by digest). Returns the index
+/// entry and the manifest bytes.
+async fn push_platform(
+    client: &Client,
+    reference: &Reference,
+    image: &TestImage,
+    platform: &ImagePlatform,
+) -> Result<(Value, Vec<u8>)> {
+    let format = image.format;
+    let config = config_blob(platform);
+    for blob in [&config[..], &EMPTY_TAR[..]] {
+        client
+            .push_blob(reference, blob.to_vec(), &sha256(blob))
+            .await
+            .map_err(|e| registry_error("cannot push a blob of", reference, e))?;
+    }
+    let manifest = json!({
+        "schemaVersion": 2,
+        "mediaType": format.manifest(),
+        "config": descriptor(format.config(), &config),
+        "layers": [descriptor(format.layer(), &EMPTY_TAR)],
+    })
+    .to_string()
+    .into_bytes();
+    let target = if image.single {
+        reference.clone()
+    } else {
+        reference.clone_with_digest(sha256(&manifest))
+    };
+    push_manifest(client, &target, &manifest, format.manifest()).await?;
+    let mut entry = descriptor(format.manifest(), &manifest);
+    if let Value::Object(map) = &mut entry {
+        map.insert("platform".to_owned(), platform.json());
+    }
+    Ok((entry, manifest))
+}
+
+/// The index of `entries` under the tag; returns its digest.
+async fn push_index(
+    client: &Client,
+    reference: &Reference,
+    format: Format,
+    entries: &[(Value, Vec<u8>)],
+) -> Result<String> {
+    let index = json!({
+        "schemaVersion": 2,
+        "mediaType": format.index(),
+        "manifests": entries.iter().map(|(e, _)| e.clone()).collect::<Vec<_>>(),
+    })
+    .to_string()
+    .into_bytes();
+    push_manifest(client, reference, &index, format.index()).await?;
+    Ok(sha256(&index))
 }
 
 async fn push_manifest(

@@ -164,67 +164,75 @@ pub fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Command> {
     if matches!(command.as_str(), "-h" | "--help" | "help") {
         return Ok(Command::Help);
     }
-    let flags = parse_flags(args)?;
-    let output = || Flags::required(&flags.output, "--output-path");
-    let metadata = || Flags::required(&flags.metadata, "--metadata-path");
-    Ok(match command.as_str() {
-        "annotate" => {
-            let [wasm] = flags.positional(&command)?;
-            Command::Annotate {
-                wasm: wasm.into(),
-                metadata: metadata()?,
-                usage: flags.usage.clone(),
-                protocol_version: Flags::required(&flags.protocol_version, "--protocol-version")?,
-                output: output()?,
-            }
-        }
+    chore(&command, &parse_flags(args)?)
+}
+
+fn chore(command: &str, flags: &Flags) -> Result<Command> {
+    let insecure = flags.insecure;
+    Ok(match command {
+        "annotate" => annotate(flags)?,
         "push" => {
-            let [wasm, reference] = flags.positional(&command)?;
+            let [wasm, reference] = flags.positional(command)?;
             Command::Push {
                 wasm: wasm.into(),
                 reference,
-                insecure: flags.insecure,
+                insecure,
             }
         }
         "pull" => {
-            let [reference] = flags.positional(&command)?;
+            let [reference] = flags.positional(command)?;
+            let output = Flags::required(&flags.output, "--output-path")?;
             Command::Pull {
                 reference,
-                output: output()?,
-                insecure: flags.insecure,
+                output,
+                insecure,
             }
         }
         "keypair" => {
-            let [] = flags.positional(&command)?;
-            Command::Keypair {
-                dir: flags.dir.clone().unwrap_or_else(|| PathBuf::from(".")),
-            }
+            let [] = flags.positional(command)?;
+            let dir = flags.dir.clone().unwrap_or_else(|| PathBuf::from("."));
+            Command::Keypair { dir }
         }
         "sign" => {
-            let [reference] = flags.positional(&command)?;
+            let [reference] = flags.positional(command)?;
+            let key = Flags::required(&flags.key, "--key")?;
             Command::Sign {
                 reference,
-                key: Flags::required(&flags.key, "--key")?,
-                insecure: flags.insecure,
+                key,
+                insecure,
             }
         }
-        "artifacthub" => {
-            let [] = flags.positional(&command)?;
-            Command::Artifacthub {
-                metadata: metadata()?,
-                output: output()?,
-                created_at: flags.created_at.clone(),
-                questions: flags.questions.clone(),
-            }
-        }
+        "artifacthub" => artifacthub(flags)?,
         "sbom" => {
-            let [input] = flags.positional(&command)?;
+            let [input] = flags.positional(command)?;
+            let output = Flags::required(&flags.output, "--output-path")?;
             Command::Sbom {
                 input: input.into(),
-                output: output()?,
+                output,
             }
         }
         other => return Err(usage(format!("unknown chore {other:?}"))),
+    })
+}
+
+fn annotate(flags: &Flags) -> Result<Command> {
+    let [wasm] = flags.positional("annotate")?;
+    Ok(Command::Annotate {
+        wasm: wasm.into(),
+        metadata: Flags::required(&flags.metadata, "--metadata-path")?,
+        usage: flags.usage.clone(),
+        protocol_version: Flags::required(&flags.protocol_version, "--protocol-version")?,
+        output: Flags::required(&flags.output, "--output-path")?,
+    })
+}
+
+fn artifacthub(flags: &Flags) -> Result<Command> {
+    let [] = flags.positional("artifacthub")?;
+    Ok(Command::Artifacthub {
+        metadata: Flags::required(&flags.metadata, "--metadata-path")?,
+        output: Flags::required(&flags.output, "--output-path")?,
+        created_at: flags.created_at.clone(),
+        questions: flags.questions.clone(),
     })
 }
 

@@ -36,50 +36,19 @@ fn run(command: Command) -> Result<()> {
             wasm,
             reference,
             insecure,
-        } => {
-            let pushed = oci::push(&read(&wasm)?, &reference, &RegistryOptions { insecure })?;
-            println!("{}", pushed.reference);
-        }
+        } => push(&wasm, &reference, insecure)?,
         Command::Pull {
             reference,
             output,
             insecure,
-        } => {
-            let pulled = oci::pull(&reference, &RegistryOptions { insecure })?;
-            write(&output, &pulled.module)?;
-            println!(
-                "{} ({}, {} bytes)",
-                output.display(),
-                pulled.digest,
-                pulled.module.len()
-            );
-        }
-        Command::Keypair { dir } => {
-            let files = KeyFiles::in_dir(&dir);
-            sign::generate_key_pair(&files, &sign::password_from_env()?)?;
-            println!("{}\n{}", files.private.display(), files.public.display());
-        }
+        } => pull(&reference, &output, insecure)?,
+        Command::Keypair { dir } => keypair(&dir)?,
         Command::Sign {
             reference,
             key,
             insecure,
-        } => {
-            let key = sign::load_private_key(&key, &sign::password_from_env()?)?;
-            let signed = sign::sign(&reference, &key, &RegistryOptions { insecure })?;
-            println!("{} signed: {}", signed.digest, signed.signature);
-        }
-        Command::Sbom { input, output } => {
-            let raw = serde_json::from_slice(&read(&input)?).map_err(|e| Error::Document {
-                what: input.display().to_string(),
-                message: e.to_string(),
-            })?;
-            let document = xtask::sbom::normalise(raw)?;
-            write(
-                &output,
-                serde_json::to_vec_pretty(&document).unwrap_or_default(),
-            )?;
-            println!("{}", output.display());
-        }
+        } => sign_artifact(&reference, &key, insecure)?,
+        Command::Sbom { input, output } => sbom(&input, &output)?,
         Command::Artifacthub {
             metadata,
             output,
@@ -90,6 +59,45 @@ fn run(command: Command) -> Result<()> {
     Ok(())
 }
 
+fn push(wasm: &Path, reference: &str, insecure: bool) -> Result<()> {
+    let pushed = oci::push(&read(wasm)?, reference, &RegistryOptions { insecure })?;
+    println!("{}", pushed.reference);
+    Ok(())
+}
+
+fn pull(reference: &str, output: &Path, insecure: bool) -> Result<()> {
+    let pulled = oci::pull(reference, &RegistryOptions { insecure })?;
+    write(output, &pulled.module)?;
+    let size = pulled.module.len();
+    println!("{} ({}, {size} bytes)", output.display(), pulled.digest);
+    Ok(())
+}
+
+fn keypair(dir: &Path) -> Result<()> {
+    let files = KeyFiles::in_dir(dir);
+    sign::generate_key_pair(&files, &sign::password_from_env()?)?;
+    println!("{}\n{}", files.private.display(), files.public.display());
+    Ok(())
+}
+
+fn sign_artifact(reference: &str, key: &Path, insecure: bool) -> Result<()> {
+    let key = sign::load_private_key(key, &sign::password_from_env()?)?;
+    let signed = sign::sign(reference, &key, &RegistryOptions { insecure })?;
+    println!("{} signed: {}", signed.digest, signed.signature);
+    Ok(())
+}
+
+fn sbom(input: &Path, output: &Path) -> Result<()> {
+    let raw = serde_json::from_slice(&read(input)?).map_err(|e| Error::Document {
+        what: input.display().to_string(),
+        message: e.to_string(),
+    })?;
+    let document = xtask::sbom::normalise(raw)?;
+    let text = serde_json::to_vec_pretty(&document).unwrap_or_default();
+    write(output, text)?;
+    println!("{}", output.display());
+    Ok(())
+}
 /// `artifacthub`: regenerates the package file, keeping its `createdAt` for
 /// an unchanged version.
 fn write_artifacthub(

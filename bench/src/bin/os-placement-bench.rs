@@ -487,37 +487,11 @@ fn run(options: &Options) -> Result<()> {
         })
         .collect::<Result<_>>()?;
 
-    for (policy, per_case) in policies.iter().zip(&payloads) {
-        for (case, payloads) in cases.iter().zip(per_case) {
-            let errors = payloads
-                .iter()
-                .filter(|p| policy.warm.call("validate", p).is_err())
-                .count();
-            if errors > 0 {
-                println!(
-                    "note: {} answers ({}) with a waPC error on {errors} of {} requests (timed all the same)",
-                    policy.name,
-                    case.id,
-                    payloads.len()
-                );
-            }
-        }
-    }
+    note_guest_errors(&policies, &cases, &payloads);
     let compile = compile_times(&paths)?;
     let timings = time_cases(&policies, &cases, &payloads, options.rounds)?;
     let containers = time_containers(&policies, (options.rounds / 10).max(5))?;
-    let mut memory: Vec<Vec<usize>> = Vec::new();
-    for (policy, per_case) in policies.iter().zip(&payloads) {
-        let mut row = Vec::new();
-        for payloads in per_case {
-            let mut peak = 0;
-            for payload in payloads {
-                peak = peak.max(peak_memory(&policy.module, payload)?);
-            }
-            row.push(peak);
-        }
-        memory.push(row);
-    }
+    let memory = peak_memories(&policies, &payloads)?;
 
     let measured = Measured {
         compile,
@@ -534,6 +508,44 @@ fn run(options: &Options) -> Result<()> {
     std::fs::write(&options.json, text).map_err(Error::io(&options.json))?;
     println!("\nJSON: {}", options.json.display());
     Ok(())
+}
+
+/// Says which policies answer some requests with a waPC error (a peer
+/// refusing a kind it does not parse); those answers are timed too.
+fn note_guest_errors(policies: &[Policy], cases: &[Case], payloads: &[Vec<Vec<Vec<u8>>>]) {
+    for (policy, per_case) in policies.iter().zip(payloads) {
+        for (case, payloads) in cases.iter().zip(per_case) {
+            let errors = payloads
+                .iter()
+                .filter(|p| policy.warm.call("validate", p).is_err())
+                .count();
+            if errors > 0 {
+                println!(
+                    "note: {} answers ({}) with a waPC error on {errors} of {} requests (timed all the same)",
+                    policy.name,
+                    case.id,
+                    payloads.len()
+                );
+            }
+        }
+    }
+}
+
+/// Peak linear memory per policy and case: the largest over the case's requests.
+fn peak_memories(policies: &[Policy], payloads: &[Vec<Vec<Vec<u8>>>]) -> Result<Vec<Vec<usize>>> {
+    let mut memory = Vec::new();
+    for (policy, per_case) in policies.iter().zip(payloads) {
+        let mut row = Vec::new();
+        for payloads in per_case {
+            let mut peak = 0;
+            for payload in payloads {
+                peak = peak.max(peak_memory(&policy.module, payload)?);
+            }
+            row.push(peak);
+        }
+        memory.push(row);
+    }
+    Ok(memory)
 }
 
 fn print_report(options: &Options, policies: &[Policy], cases: &[Case], measured: &Measured) {
