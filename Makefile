@@ -56,6 +56,8 @@ APT_PACKAGES += binaryen
 APT_PACKAGES += docker-registry
 # The fuzz seeds are read from the YAML examples (fuzz/seeds.py).
 APT_PACKAGES += python3-yaml
+# The release tools' venv (make tools: sigstore's trust root, spdx-tools, actionlint).
+APT_PACKAGES += python3-venv
 
 # Everything builds in the shared ./target: the host (wasmtime) is built once,
 # in the dev/test profile, and `run` reuses what `test` built.
