@@ -1,10 +1,17 @@
 # os-placement: Kubewarden policy placing pods on Linux or Windows nodes.
 #
 #   make deps    toolchain pieces a fresh machine needs (idempotent)
+#   make tools   pinned release tools: cargo-sbom, and a venv (target/venv) with sigstore's
+#                trust root, spdx-tools and actionlint
 #   make build   the policy module, target/wasm32-wasip1/release/os_placement_policy.opt.wasm,
 #                and the os-placement CLI, target/release/os-placement
+#   make policy.wasm   the shipped module at the root (the build above, copied)
 #   make run     build, then evaluate every example (examples/cases.yaml) through the .wasm
-#   make test    fmt, clippy, core unit tests, build, tests through the .wasm in wasmtime, CLI tests
+#   make test    fmt, clippy, core unit tests, build, tests through the .wasm in wasmtime, CLI tests,
+#                the release chores (xtask) against a real registry, kwctl and policy-server
+#   make fmt / make lint   rustfmt; clippy on every crate and on the module's target
+#   make e2e-tests   the end-to-end tests through the module (e2e)
+#   make clean   remove build outputs
 #   make test-cli the CLI's tests, its verdicts compared with the .wasm's
 #   make bench   os-placement against the floor (bench/floor) and peer policies, warm and fresh
 #                instance, size, compile time, memory, containers (table + target/bench/bench.json);
@@ -12,8 +19,13 @@
 #   make bench-server   the same policies served by the real policy-server, loaded with wrk
 #   make annotated-policy.wasm   the module with metadata.yml and README.md embedded (kwctl annotate)
 #   make push REGISTRY=host[:port]/path TAG=v0.1.0   push the annotated module as an OCI artifact
-#   make artifacthub   regenerate artifacthub-pkg.yml from metadata.yml
-#   make test-release   annotated module, AdmissionReview host, real registry, kwctl/policy-server interop
+#   make keypair [KEY_DIR=dir]   cosign.key (encrypted with $$COSIGN_PASSWORD) and cosign.pub
+#   make sign REF=host[:port]/path:tag KEY=cosign.key   sign the pushed artifact by its digest
+#   make sbom    policy-sbom.spdx.json: SPDX 2.3 of what the module is built from (Cargo.lock)
+#   make reproducible   build the module again in another directory, compare (not in make test)
+#   make artifacthub   regenerate artifacthub-pkg.yml from metadata.yml and questions-ui.yml
+#   make test-release   annotated module, AdmissionReview host, real registry, kwctl/policy-server interop,
+#                signing, SBOM, workflows (actionlint), Artifact Hub packaging
 #   make test-context   context-aware placement: real registry, cluster fixtures, real policy-server
 #   make bench-lookup   per-request time with and without an image lookup
 #   make fuzz-smoke  each fuzz target for FUZZ_SMOKE_RUNS executions (part of `make test`)
@@ -44,25 +56,34 @@ APT_PACKAGES += binaryen
 APT_PACKAGES += docker-registry
 # The fuzz seeds are read from the YAML examples (fuzz/seeds.py).
 APT_PACKAGES += python3-yaml
+# The release tools' venv (make tools: sigstore's trust root, spdx-tools, actionlint).
+APT_PACKAGES += python3-venv
 
 # Everything builds in the shared ./target: the host (wasmtime) is built once,
 # in the dev/test profile, and `run` reuses what `test` built.
 unexport CARGO_TARGET_DIR
+# Every build from Cargo.lock as committed.
+LOCKED := --locked
+# Reproducible module: no build path in it. Target-specific, so host builds
+# (the e2e host, the CLI) keep their fingerprints.
+CARGO_HOME ?= $(HOME)/.cargo
+export CARGO_TARGET_WASM32_WASIP1_RUSTFLAGS := --remap-path-prefix=$(CURDIR)=/os-placement --remap-path-prefix=$(CARGO_HOME)=/cargo
 
 ANNOTATED := annotated-policy.wasm
-RELEASE_TOOL = $(CARGO) run -q -p os-placement-e2e --bin os-placement-release --
+# The release chores (xtask/, `cargo xtask` in .cargo/config.toml).
+XTASK = $(CARGO) run $(LOCKED) -q -p xtask --
 # kwctl and policy-server for the interop tests (skipped outside CI when absent).
 KUBEWARDEN_BIN ?= $(abspath ../shared/kubewarden)
 TAG ?= v$(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 
 # Builds the policy module and shrinks it into $(WASM) when cargo's output is newer.
 define build-wasm
-$(CARGO) build -p os-placement-policy --target $(WASM_TARGET) --release
+$(CARGO) build $(LOCKED) -p os-placement-policy --target $(WASM_TARGET) --release
 @if [ ! $(WASM) -nt $(WASM_CARGO) ]; then $(WASM_OPT) $(WASM_CARGO) -o $(WASM); fi
 @echo "$(WASM): $$(wc -c < $(WASM)) bytes (cargo's output: $$(wc -c < $(WASM_CARGO)))"
 endef
 
-.PHONY: deps build run test test-cli bench bench-deps bench-server test-release test-context bench-lookup push artifacthub $(ANNOTATED)
+.PHONY: deps tools build run test test-cli bench bench-deps bench-server test-release test-context bench-lookup push artifacthub $(ANNOTATED) policy.wasm fmt lint e2e-tests clean keypair sign sbom reproducible
 
 deps:
 	@command -v rustup >/dev/null || { echo "rustup not found: install it from https://rustup.rs" >&2; exit 1; }
@@ -79,60 +100,138 @@ deps:
 
 build: deps
 	$(build-wasm)
-	$(CARGO) build -p os-placement-cli --release
+	$(CARGO) build $(LOCKED) -p os-placement-cli --release
 	@echo "CLI: target/release/os-placement"
 
-run: build
-	$(CARGO) run -p os-placement-e2e --bin os-placement-eval -- --wasm $(WASM) --cases $(CASES)
+# The shipped module, as the release attaches it and Kubewarden's tooling expects it.
+policy.wasm: build
+	cp $(WASM) $@
 
-test: deps
+run: build
+	$(CARGO) run $(LOCKED) -p os-placement-e2e --bin os-placement-eval -- --wasm $(WASM) --cases $(CASES)
+
+fmt:
+	$(CARGO) fmt --all
+
+lint: deps
 	$(CARGO) fmt --all -- --check
-	$(CARGO) clippy --workspace --all-targets -- -D warnings
-	$(CARGO) clippy -p os-placement-policy --target $(WASM_TARGET) -- -D warnings
-	$(CARGO) test -p os-placement-core
-	$(CARGO) test -p os-placement-door
-	$(build-wasm)
-	OS_PLACEMENT_WASM="$(CURDIR)/$(WASM)" $(CARGO) test -p os-placement-e2e --lib --bins --test wasm
+	$(CARGO) clippy $(LOCKED) --workspace --all-targets -- -D warnings
+	$(CARGO) clippy $(LOCKED) -p os-placement-policy --target $(WASM_TARGET) -- -D warnings
+
+# The e2e test binary (e2e/tests/main.rs) runs in groups, by test name.
+E2E_TEST = OS_PLACEMENT_WASM="$(CURDIR)/$(WASM)" KUBEWARDEN_BIN="$(KUBEWARDEN_BIN)" \
+  $(CARGO) test $(LOCKED) -p os-placement-e2e
+
+# Everything through the module: the wasm tests, context-aware placement,
+# hostile inputs (one thread: it measures peak memory) and the release tests.
+e2e-tests: build
+	$(E2E_TEST) --lib --bins
+	$(E2E_TEST) --test main wasm::
 	$(MAKE) --no-print-directory test-context
-	OS_PLACEMENT_WASM="$(CURDIR)/$(WASM)" $(CARGO) test -p os-placement-e2e --test hostile -- --nocapture --test-threads=1
+	$(E2E_TEST) --test main hostile:: -- --nocapture --test-threads=1
+	$(E2E_TEST) --test main release::
+
+test: deps lint
+	$(CARGO) test $(LOCKED) -p os-placement-core
+	$(CARGO) test $(LOCKED) -p os-placement-door
+	$(MAKE) --no-print-directory e2e-tests
 	$(MAKE) --no-print-directory fuzz-smoke
 	$(MAKE) --no-print-directory test-release
 	$(MAKE) --no-print-directory test-cli
 	$(MAKE) --no-print-directory test-playground
 
+clean:
+	$(CARGO) clean
+	rm -rf policy.wasm $(ANNOTATED) policy-sbom.spdx.json playground/dist fuzz/corpus fuzz/artifacts fuzz/logs
+
 # The CLI in the dev profile (the host the e2e tests built is reused); the
 # parity test runs the .wasm built above.
 test-cli: deps
 	$(build-wasm)
-	OS_PLACEMENT_WASM="$(CURDIR)/$(WASM)" $(CARGO) test -p os-placement-cli
+	OS_PLACEMENT_WASM="$(CURDIR)/$(WASM)" $(CARGO) test $(LOCKED) -p os-placement-cli
 
 # Context-aware placement (e2e/tests/context): real registry, cluster fixtures, real policy-server.
 test-context: deps
 	$(build-wasm)
-	OS_PLACEMENT_WASM="$(CURDIR)/$(WASM)" KUBEWARDEN_BIN="$(KUBEWARDEN_BIN)" \
-	  $(CARGO) test -p os-placement-e2e --test context
+	$(E2E_TEST) --test main context::
 
 # Per-request time with and without an image lookup (release host).
 bench-lookup: build
-	$(CARGO) run --release -p os-placement-e2e --bin os-placement-lookup-bench -- --wasm $(WASM)
+	$(CARGO) run $(LOCKED) --release -p os-placement-bench --bin os-placement-lookup-bench -- --wasm $(WASM)
 
-# The release tests (e2e/tests/release): built module, real registry, real kwctl/policy-server.
-test-release: build
+# The release chores (xtask/tests): real registry, kwctl and policy-server (push, pull,
+# signatures, Artifact Hub), the SBOM through spdx-tools, the workflows through actionlint.
+test-release: build tools sbom
+	$(CARGO) test $(LOCKED) -p xtask --lib --bins
 	OS_PLACEMENT_WASM="$(CURDIR)/$(WASM)" KUBEWARDEN_BIN="$(KUBEWARDEN_BIN)" \
-	  $(CARGO) test -p os-placement-e2e --test release
+	  SIGSTORE_TRUST_CONFIG="$(CURDIR)/$(TRUST_CONFIG)" SBOM="$(CURDIR)/$(SBOM)" \
+	  VENV="$(CURDIR)/$(VENV)" $(CARGO) test $(LOCKED) -p xtask --test main
 
+# The protocol version is asked from the module through waPC, as kwctl asks it.
 $(ANNOTATED): build
-	$(RELEASE_TOOL) annotate $(WASM) --metadata-path metadata.yml --usage-path README.md --output-path $@
+	$(XTASK) annotate $(WASM) --metadata-path metadata.yml --usage-path README.md \
+	  --protocol-version "$$($(CARGO) run $(LOCKED) -q -p os-placement-e2e --bin os-placement-eval -- --wasm $(WASM) --protocol-version)" \
+	  --output-path $@
 
-# Regenerates artifacthub-pkg.yml from metadata.yml (a new version needs CREATED_AT=<RFC 3339 time>).
+# Regenerates artifacthub-pkg.yml from metadata.yml and questions-ui.yml
+# (a new version needs CREATED_AT=<RFC 3339 time>).
 artifacthub:
-	$(RELEASE_TOOL) artifacthub --metadata-path metadata.yml --output-path artifacthub-pkg.yml $(if $(CREATED_AT),--created-at $(CREATED_AT))
+	$(XTASK) artifacthub --metadata-path metadata.yml --questions-path questions-ui.yml \
+	  --output-path artifacthub-pkg.yml $(if $(CREATED_AT),--created-at $(CREATED_AT))
 
 # e.g. make push REGISTRY=ghcr.io/os-placement/policies/os-placement TAG=v0.1.0
 # (INSECURE=1 for plain HTTP; 127.0.0.1 and localhost always use it).
 push: $(ANNOTATED)
 	@[ -n "$(REGISTRY)" ] || { echo "usage: make push REGISTRY=host[:port]/path [TAG=$(TAG)] [INSECURE=1]" >&2; exit 2; }
-	$(RELEASE_TOOL) push $(ANNOTATED) registry://$(REGISTRY):$(TAG) $(if $(INSECURE),--insecure)
+	$(XTASK) push $(ANNOTATED) registry://$(REGISTRY):$(TAG) $(if $(INSECURE),--insecure)
+
+# cosign.key (ECDSA P-256, encrypted with $COSIGN_PASSWORD) and cosign.pub in KEY_DIR.
+KEY_DIR ?= .
+keypair:
+	@[ -n "$${COSIGN_PASSWORD+set}" ] || { echo "make keypair: export COSIGN_PASSWORD (the private key's password) first" >&2; exit 2; }
+	mkdir -p $(KEY_DIR)
+	$(XTASK) keypair --output-dir $(KEY_DIR)
+
+# e.g. make sign REF=ghcr.io/os-placement/policies/os-placement:v0.1.0 KEY=cosign.key
+sign:
+	@[ -n "$(REF)" ] && [ -n "$(KEY)" ] || { echo "usage: make sign REF=host[:port]/path:tag KEY=cosign.key [INSECURE=1]" >&2; exit 2; }
+	$(XTASK) sign registry://$(REF:registry://%=%) --key $(KEY) $(if $(INSECURE),--insecure)
+
+# --- Release tools, pinned --------------------------------------------------------
+CARGO_SBOM_VERSION := 0.10.0
+VENV := target/venv
+TRUST_CONFIG := target/tools/sigstore-trust-config.json
+SBOM := policy-sbom.spdx.json
+
+tools: deps
+	@if [ "$$(cargo sbom --version 2>/dev/null)" != "cargo-sbom $(CARGO_SBOM_VERSION)" ]; then \
+	  $(CARGO) install cargo-sbom --locked --version "$(CARGO_SBOM_VERSION)"; \
+	fi
+	@[ -x $(VENV)/bin/pip ] || python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check -r xtask/requirements.txt
+	mkdir -p $(dir $(TRUST_CONFIG))
+	$(VENV)/bin/python xtask/trust_config.py $(TRUST_CONFIG)
+
+# SPDX 2.3 JSON of the module's crates (Cargo.lock, the policy package and what
+# it uses), by cargo-sbom, made valid SPDX by `cargo xtask sbom`.
+sbom: tools
+	mkdir -p target/tools
+	cargo sbom --cargo-package os-placement-policy --output-format spdx_json_2_3 > target/tools/cargo-sbom.spdx.json
+	$(XTASK) sbom target/tools/cargo-sbom.spdx.json --output-path $(SBOM)
+
+# Two builds of this commit in different directories give the same policy.wasm. A full
+# second build of the module (a few minutes): its own target, not part of `make test`.
+REPRO_DIR ?= $(CURDIR)/target/reproducible
+reproducible: build
+	rm -rf $(REPRO_DIR) && mkdir -p $(REPRO_DIR)
+	git archive --format=tar HEAD | tar -x -C $(REPRO_DIR)
+	$(MAKE) -C $(REPRO_DIR) --no-print-directory build-wasm-only
+	cmp $(WASM) $(REPRO_DIR)/$(WASM) && echo "reproducible: $$(sha256sum < $(WASM))"
+
+# The module alone (what `reproducible` builds in the copy).
+.PHONY: build-wasm-only
+build-wasm-only:
+	$(build-wasm)
 
 # --- Benchmarks (not part of `make test`) ------------------------------------------
 # The floor: a minimal guest on the same SDK, built with the same release profile.
@@ -140,7 +239,7 @@ push: $(ANNOTATED)
 FLOOR_CARGO := target/$(WASM_TARGET)/release/os_placement_bench_floor.wasm
 FLOOR_WASM := target/$(WASM_TARGET)/release/os_placement_bench_floor.opt.wasm
 define build-floor
-$(CARGO) build -p os-placement-bench-floor --target $(WASM_TARGET) --release
+$(CARGO) build $(LOCKED) -p os-placement-bench-floor --target $(WASM_TARGET) --release
 @if [ ! $(FLOOR_WASM) -nt $(FLOOR_CARGO) ]; then $(WASM_OPT) $(FLOOR_CARGO) -o $(FLOOR_WASM); fi
 endef
 BENCH_APT_PACKAGES := wrk
@@ -151,13 +250,13 @@ bench-deps: deps
 # Release host: timings of a debug wasmtime mean nothing.
 bench: build bench-deps
 	$(build-floor)
-	$(CARGO) build --release -p os-placement-e2e --bin os-placement-bench
+	$(CARGO) build $(LOCKED) --release -p os-placement-bench --bin os-placement-bench
 	target/release/os-placement-bench --wasm $(WASM) --floor $(FLOOR_WASM) $(BENCH_ARGS)
 
 # Throughput and latency through the real policy-server (KUBEWARDEN_BIN), with wrk.
 bench-server: build bench-deps
 	$(build-floor)
-	$(CARGO) build --release -p os-placement-e2e --bin os-placement-bench
+	$(CARGO) build $(LOCKED) --release -p os-placement-bench --bin os-placement-bench
 	KUBEWARDEN_BIN="$(KUBEWARDEN_BIN)" WASM="$(CURDIR)/$(WASM)" FLOOR="$(CURDIR)/$(FLOOR_WASM)" bench/server.sh
 
 # --- Playground: the rule core in the browser (playground/) ------------------------
@@ -181,7 +280,7 @@ playground-deps: deps
 	fi
 
 playground-dist: playground-deps
-	$(CARGO) build -p os-placement-playground --target $(PLAYGROUND_TARGET) --release
+	$(CARGO) build $(LOCKED) -p os-placement-playground --target $(PLAYGROUND_TARGET) --release
 	rm -rf $(PLAYGROUND_DIST)
 	wasm-bindgen --target web --no-typescript --out-dir $(PLAYGROUND_DIST)/pkg $(PLAYGROUND_WASM)
 	cp playground/web/index.html playground/web/style.css playground/web/app.js playground/web/presets.yaml $(PLAYGROUND_DIST)/
@@ -195,7 +294,7 @@ playground: playground-dist
 
 test-playground: playground-dist
 	$(build-wasm)
-	OS_PLACEMENT_WASM="$(CURDIR)/$(WASM)" $(CARGO) test -p os-placement-playground
+	OS_PLACEMENT_WASM="$(CURDIR)/$(WASM)" $(CARGO) test $(LOCKED) -p os-placement-playground
 	@command -v chromium >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium; }
 	cd playground && npm ci --no-audit --no-fund
 	node --test-concurrency=1 playground/tests/browser.test.mjs

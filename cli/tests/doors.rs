@@ -20,6 +20,7 @@ use os_placement_core::Operation;
 use os_placement_door::rules::select;
 use os_placement_door::{objects, read_one, read_settings, read_stream, request_for, Call, Found};
 use os_placement_e2e::host::HostCalls;
+use os_placement_e2e::HostCallError;
 use os_placement_e2e::PolicyModule;
 use serde_json::{json, Value};
 
@@ -420,7 +421,15 @@ impl HostCalls for FactsHost {
         namespace: &str,
         operation: &str,
         payload: &[u8],
-    ) -> Result<Vec<u8>, String> {
+    ) -> Result<Vec<u8>, HostCallError> {
+        self.answer(namespace, operation, payload)
+            .map_err(HostCallError)
+    }
+}
+
+impl FactsHost {
+    /// The answer the cluster of the facts file would give.
+    fn answer(&self, namespace: &str, operation: &str, payload: &[u8]) -> Result<Vec<u8>, String> {
         let payload: Value = serde_json::from_slice(payload).map_err(|e| e.to_string())?;
         let answer = match (namespace, operation) {
             ("oci", "v1/oci_manifest") => {

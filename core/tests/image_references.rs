@@ -38,7 +38,8 @@ struct Case {
 }
 
 fn rules() -> Vec<Rule> {
-    serde_yaml::from_str(FIXTURE).expect("fixtures/images/references.yaml")
+    let text = os_placement_door::read_one(FIXTURE).expect("fixtures/images/references.yaml");
+    serde_json::from_value(text.expect("a document").to_json()).expect("the rules' shape")
 }
 
 /// The classification in the fixture's words.

@@ -22,6 +22,7 @@ use oci_client::{Client, Reference};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
+use crate::error::{Error, HostCallError};
 use crate::host::HostCalls;
 
 /// One host call the guest made.
@@ -105,15 +106,16 @@ impl ContextHost {
         }
     }
 
-    fn oci(&self, operation: &str, payload: &[u8]) -> Result<Vec<u8>, String> {
+    fn oci(&self, operation: &str, payload: &[u8]) -> Result<Vec<u8>, HostCallError> {
         if !matches!(operation, "v1/oci_manifest" | "v1/oci_manifest_config") {
-            return Err(format!("unknown operation: {operation}"));
+            return Err(format!("unknown operation: {operation}").into());
         }
-        let image: String = serde_json::from_slice(payload).map_err(|e| e.to_string())?;
+        let image: String =
+            serde_json::from_slice(payload).map_err(|e| HostCallError(e.to_string()))?;
         let registries = self
             .registries
             .as_ref()
-            .ok_or_else(|| failure(&anyhow!("no registry is reachable from this host")))?;
+            .ok_or_else(|| failure(&"no registry is reachable from this host"))?;
         let answer = match operation {
             "v1/oci_manifest" => registries.manifest(&image),
             _ => registries.manifest_and_config(&image),
@@ -123,26 +125,26 @@ impl ContextHost {
             .map_err(|e| failure(&e))
     }
 
-    fn kubernetes(&self, operation: &str, payload: &[u8]) -> Result<Vec<u8>, String> {
+    fn kubernetes(&self, operation: &str, payload: &[u8]) -> Result<Vec<u8>, HostCallError> {
         let cluster = self.cluster.as_ref();
         let answer = match operation {
             "get_resource" => {
                 let request: GetResource =
-                    serde_json::from_slice(payload).map_err(|e| e.to_string())?;
+                    serde_json::from_slice(payload).map_err(|e| HostCallError(e.to_string()))?;
                 let cluster = connected(cluster, &request.api_version, &request.kind)?;
                 cluster.get(&request)
             }
             "list_resources_all" => {
                 let request: ListAll =
-                    serde_json::from_slice(payload).map_err(|e| e.to_string())?;
+                    serde_json::from_slice(payload).map_err(|e| HostCallError(e.to_string()))?;
                 let cluster = connected(cluster, &request.api_version, &request.kind)?;
                 cluster.list(&request)
             }
-            _ => return Err(format!("unknown operation: {operation}")),
+            _ => return Err(format!("unknown operation: {operation}").into()),
         };
         answer
             .and_then(|value| Ok(serde_json::to_vec(&value)?))
-            .map_err(|e| failure(&e))
+            .map_err(|e| failure(&format_args!("{e:#}")))
     }
 }
 
@@ -151,22 +153,21 @@ fn connected<'a>(
     cluster: Option<&'a Cluster>,
     api_version: &str,
     kind: &str,
-) -> Result<&'a Cluster, String> {
-    let cluster =
-        cluster.ok_or_else(|| failure(&anyhow!("kube::Client was not initialized properly")))?;
+) -> Result<&'a Cluster, HostCallError> {
+    let cluster = cluster.ok_or_else(|| failure(&"kube::Client was not initialized properly"))?;
     if cluster.allows(api_version, kind) {
         Ok(cluster)
     } else {
         // policy-server's words when `contextAwareResources` does not list the resource.
-        Err(format!(
+        Err(HostCallError(format!(
             "Policy has not been granted access to Kubernetes {api_version}/{kind} resources. The violation has been reported."
-        ))
+        )))
     }
 }
 
 /// A failed callback, in policy-server's words.
-fn failure(error: &anyhow::Error) -> String {
-    format!("Callback evaluation failure: {error:#}")
+fn failure(error: &dyn std::fmt::Display) -> HostCallError {
+    HostCallError(format!("Callback evaluation failure: {error}"))
 }
 
 impl HostCalls for ContextHost {
@@ -176,20 +177,20 @@ impl HostCalls for ContextHost {
         namespace: &str,
         operation: &str,
         payload: &[u8],
-    ) -> Result<Vec<u8>, String> {
+    ) -> Result<Vec<u8>, HostCallError> {
         self.record(namespace, operation, payload);
         if binding != "kubewarden" {
-            return Err(format!("unknown binding: {binding}"));
+            return Err(format!("unknown binding: {binding}").into());
         }
         if namespace != "tracing" && !self.grants(namespace, operation) {
             return Err(format!(
                 "Policy has not been granted access to the '{namespace}/{operation}' host capability. The violation has been reported."
-            ));
+            ).into());
         }
         match namespace {
             "oci" => self.oci(operation, payload),
             "kubernetes" => self.kubernetes(operation, payload),
-            _ => Err(format!("unknown namespace: {namespace}")),
+            _ => Err(format!("unknown namespace: {namespace}").into()),
         }
     }
 }
@@ -209,7 +210,7 @@ impl std::fmt::Debug for Registries {
 
 impl Registries {
     /// A client for plain HTTP to `insecure` (`127.0.0.1:5000`, ...).
-    pub fn new(insecure: &[String]) -> Result<Self> {
+    pub fn new(insecure: &[String]) -> Result<Self, Error> {
         let client = Client::new(ClientConfig {
             protocol: ClientProtocol::HttpsExcept(insecure.to_vec()),
             connect_timeout: Some(Duration::from_secs(2)),
@@ -219,19 +220,33 @@ impl Registries {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .context("cannot start the async runtime")?;
+            .map_err(Error::io("cannot start the async runtime"))?;
         Ok(Self { client, runtime })
     }
 
-    fn reference(image: &str) -> Result<Reference> {
-        image
-            .parse()
-            .with_context(|| format!("{image:?} is not an image reference"))
+    fn reference(image: &str) -> Result<Reference, Error> {
+        image.parse().map_err(|e| Error::Registry {
+            action: "not an image reference:".to_owned(),
+            reference: format!("{image:?}"),
+            message: format!("{e}"),
+        })
+    }
+
+    fn failed(
+        action: &str,
+        reference: &Reference,
+    ) -> impl FnOnce(oci_client::errors::OciDistributionError) -> Error {
+        let (action, reference) = (action.to_owned(), reference.whole());
+        move |e| Error::Registry {
+            action,
+            reference,
+            message: format!("{e:#}"),
+        }
     }
 
     /// The manifest `image` names: an index or an image manifest, as the
     /// registry serves it (`v1/oci_manifest`).
-    pub fn manifest(&self, image: &str) -> Result<Value> {
+    pub fn manifest(&self, image: &str) -> Result<Value, Error> {
         let reference = Self::reference(image)?;
         let (manifest, _digest) = self
             .runtime
@@ -239,13 +254,13 @@ impl Registries {
                 self.client
                     .pull_manifest(&reference, &RegistryAuth::Anonymous),
             )
-            .with_context(|| format!("cannot fetch the manifest of {}", reference.whole()))?;
+            .map_err(Self::failed("cannot fetch the manifest of", &reference))?;
         Ok(serde_json::to_value(manifest)?)
     }
 
     /// The image manifest and config of `image` (`v1/oci_manifest_config`);
     /// for an index, the entry of this host's platform, as oci-client resolves it.
-    pub fn manifest_and_config(&self, image: &str) -> Result<Value> {
+    pub fn manifest_and_config(&self, image: &str) -> Result<Value, Error> {
         let reference = Self::reference(image)?;
         let (manifest, digest, config) = self
             .runtime
@@ -253,13 +268,11 @@ impl Registries {
                 self.client
                     .pull_manifest_and_config(&reference, &RegistryAuth::Anonymous),
             )
-            .with_context(|| {
-                format!(
-                    "cannot fetch the manifest and config of {}",
-                    reference.whole()
-                )
-            })?;
-        let config: Value = serde_json::from_str(&config).context("the config is not JSON")?;
+            .map_err(Self::failed(
+                "cannot fetch the manifest and config of",
+                &reference,
+            ))?;
+        let config: Value = serde_json::from_str(&config)?;
         Ok(json!({"manifest": manifest, "digest": digest, "config": config}))
     }
 }
@@ -552,7 +565,12 @@ mod tests {
         }
     }
 
-    fn call(host: &ContextHost, ns: &str, op: &str, payload: Value) -> Result<Value, String> {
+    fn call(
+        host: &ContextHost,
+        ns: &str,
+        op: &str,
+        payload: Value,
+    ) -> Result<Value, HostCallError> {
         host.call("kubewarden", ns, op, payload.to_string().as_bytes())
             .map(|raw| serde_json::from_slice(&raw).unwrap())
     }
@@ -600,7 +618,7 @@ mod tests {
             "api_version": "v1", "kind": "Node", "label_selector": "a in (b)"}),
         )
         .unwrap_err();
-        assert!(err.contains("equality-based"), "{err}");
+        assert!(err.0.contains("equality-based"), "{err}");
     }
 
     #[test]
@@ -613,7 +631,7 @@ mod tests {
         let class = call(&host, "kubernetes", "get_resource", request("win")).unwrap();
         assert_eq!(class["handler"], "runhcs-wcow-process");
         let err = call(&host, "kubernetes", "get_resource", request("gpu")).unwrap_err();
-        assert_eq!(err, "Callback evaluation failure: Cannot find node.k8s.io/v1/RuntimeClass named 'gpu' inside of namespace 'None'");
+        assert_eq!(err.0, "Callback evaluation failure: Cannot find node.k8s.io/v1/RuntimeClass named 'gpu' inside of namespace 'None'");
         let err = call(
             &host,
             "kubernetes",
@@ -622,7 +640,7 @@ mod tests {
             "kind": "Secret", "name": "s", "namespace": "default", "disable_cache": false}),
         )
         .unwrap_err();
-        assert!(err.contains("Cannot find resource v1/Secret"), "{err}");
+        assert!(err.0.contains("Cannot find resource v1/Secret"), "{err}");
         // The SDK always sends disable_cache: a payload without it is refused.
         let err = call(
             &host,
@@ -632,7 +650,7 @@ mod tests {
             "kind": "Node", "name": "l1"}),
         )
         .unwrap_err();
-        assert!(err.contains("disable_cache"), "{err}");
+        assert!(err.0.contains("disable_cache"), "{err}");
         assert_eq!(host.calls().len(), 4);
         assert_eq!(host.take_calls()[0].operation, "get_resource");
         assert!(host.calls().is_empty());
@@ -650,7 +668,8 @@ mod tests {
         )
         .unwrap_err();
         assert!(
-            err.contains("not been granted access to Kubernetes node.k8s.io/v1/RuntimeClass"),
+            err.0
+                .contains("not been granted access to Kubernetes node.k8s.io/v1/RuntimeClass"),
             "{err}"
         );
         assert!(call(
@@ -674,7 +693,7 @@ mod tests {
             json!({"api_version": "v1", "kind": "Node"}),
         )
         .unwrap_err();
-        assert_eq!(err, "Policy has not been granted access to the 'kubernetes/list_resources_all' host capability. The violation has been reported.");
+        assert_eq!(err.0, "Policy has not been granted access to the 'kubernetes/list_resources_all' host capability. The violation has been reported.");
         assert!(call(
             &host,
             "kubernetes",
@@ -685,7 +704,7 @@ mod tests {
         .is_ok());
         // Granted, but no registry: the call itself fails, not the grant.
         let err = call(&host, "oci", "v1/oci_manifest", json!("a/b:1")).unwrap_err();
-        assert!(err.contains("no registry"), "{err}");
+        assert!(err.0.contains("no registry"), "{err}");
         let all = ContextHost::new().with_cluster(cluster()).granting(&["*"]);
         assert!(call(
             &all,
@@ -718,7 +737,7 @@ mod tests {
         ];
         for (binding, ns, op, wanted) in cases {
             let err = host.call(binding, ns, op, b"\"x\"").unwrap_err();
-            assert!(err.contains(wanted), "{binding}/{ns}/{op}: {err}");
+            assert!(err.0.contains(wanted), "{binding}/{ns}/{op}: {err}");
         }
         let err = call(
             &host,
@@ -727,24 +746,25 @@ mod tests {
             json!({"api_version": "v1", "kind": "Node"}),
         )
         .unwrap_err();
-        assert!(err.contains("kube::Client was not initialized"), "{err}");
+        assert!(err.0.contains("kube::Client was not initialized"), "{err}");
         let err = call(&host, "oci", "v1/oci_manifest", json!("corp/app:1")).unwrap_err();
-        assert!(err.contains("no registry"), "{err}");
+        assert!(err.0.contains("no registry"), "{err}");
     }
 
     #[test]
     fn registry_down_is_an_error_naming_the_image() {
-        let port = crate::registry::free_port().unwrap();
+        let port = xtask::local::registry::free_port().unwrap();
         let registries = Registries::new(&[format!("127.0.0.1:{port}")]).unwrap();
         let host = ContextHost::new().with_registries(registries);
         let image = format!("127.0.0.1:{port}/corp/billing:4.2");
         let err = call(&host, "oci", "v1/oci_manifest", json!(image)).unwrap_err();
         assert!(
-            err.starts_with("Callback evaluation failure: cannot fetch the manifest of"),
+            err.0
+                .starts_with("Callback evaluation failure: cannot fetch the manifest of"),
             "{err}"
         );
-        assert!(err.contains(&image), "{err}");
+        assert!(err.0.contains(&image), "{err}");
         let err = call(&host, "oci", "v1/oci_manifest", json!("Not A Reference")).unwrap_err();
-        assert!(err.contains("not an image reference"), "{err}");
+        assert!(err.0.contains("not an image reference"), "{err}");
     }
 }

@@ -211,7 +211,9 @@ pub fn run_case(host: &PolicyHost, resolved: ResolvedCase) -> CaseOutcome {
         Ok(answer) => Some(answer.message.unwrap_or_else(|| "(no message)".to_owned())),
         Err(e) => Some(format!("{e:#}")),
     };
-    let evaluation = host.validate(&resolved.request(), &resolved.settings);
+    let evaluation = host
+        .validate(&resolved.request(), &resolved.settings)
+        .map_err(anyhow::Error::from);
     let mut mismatches = Vec::new();
     if let Some(message) = &settings_error {
         mismatches.push(format!("settings rejected by validate_settings: {message}"));

@@ -13,7 +13,7 @@ use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, Context, Result};
+use crate::error::{Error, HostCallError, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use wapc::WapcHost;
@@ -106,7 +106,7 @@ impl Ticker {
                     engine.increment_epoch();
                 }
             })
-            .context("cannot start the epoch ticker thread")?;
+            .map_err(Error::io("cannot start the epoch ticker thread"))?;
         Ok(Self { _stop: stop })
     }
 }
@@ -122,7 +122,7 @@ pub trait HostCalls: Send + Sync {
         namespace: &str,
         operation: &str,
         payload: &[u8],
-    ) -> std::result::Result<Vec<u8>, String>;
+    ) -> std::result::Result<Vec<u8>, HostCallError>;
 }
 
 /// No host capability: like a policy-server without them, every host call is
@@ -137,10 +137,10 @@ impl HostCalls for NoCapabilities {
         namespace: &str,
         operation: &str,
         _payload: &[u8],
-    ) -> std::result::Result<Vec<u8>, String> {
-        Err(format!(
+    ) -> std::result::Result<Vec<u8>, HostCallError> {
+        Err(HostCallError(format!(
             "host capability {binding}/{namespace}/{operation} is not available in the os-placement e2e host"
-        ))
+        )))
     }
 }
 
@@ -168,10 +168,16 @@ impl std::fmt::Debug for PolicyModule {
 impl PolicyModule {
     /// Reads and compiles the module at `wasm_path`.
     pub fn compile(wasm_path: &Path) -> Result<Self> {
-        let bytes = std::fs::read(wasm_path)
-            .with_context(|| format!("cannot read policy module {}", wasm_path.display()))?;
-        Self::from_bytes(&bytes)
-            .with_context(|| format!("cannot compile policy module {}", wasm_path.display()))
+        let bytes = std::fs::read(wasm_path).map_err(Error::io(format!(
+            "cannot read policy module {}",
+            wasm_path.display()
+        )))?;
+        Self::from_bytes(&bytes).map_err(|e| {
+            Error::Wasm(format!(
+                "cannot compile policy module {}: {e}",
+                wasm_path.display()
+            ))
+        })
     }
 
     /// Compiles a module from its bytes.
@@ -183,9 +189,10 @@ impl PolicyModule {
             config.profiler(wasmtime::ProfilingStrategy::PerfMap);
         }
         let engine = wasmtime::Engine::new(&config)
-            .map_err(|e| anyhow!("cannot create the wasmtime engine: {e:?}"))?;
+            .map_err(|e| Error::Wasm(format!("cannot create the wasmtime engine: {e:?}")))?;
         let started = Instant::now();
-        let module = wasmtime::Module::new(&engine, bytes).map_err(|e| anyhow!("{e:?}"))?;
+        let module =
+            wasmtime::Module::new(&engine, bytes).map_err(|e| Error::Wasm(format!("{e:?}")))?;
         let compile_time = started.elapsed();
         let ticker = Arc::new(Ticker::start(engine)?);
         Ok(Self {
@@ -258,13 +265,16 @@ impl PolicyModule {
         let engine = self
             .pre
             .rehydrate(Some(deadlines))
-            .map_err(|e| anyhow!("cannot instantiate the policy module: {e}"))?;
+            .map_err(|e| Error::Wasm(format!("cannot instantiate the policy module: {e}")))?;
         let callback =
             move |_id: u64, binding: &str, namespace: &str, operation: &str, payload: &[u8]| {
                 answer(&*host_calls, binding, namespace, operation, payload)
             };
-        let host = WapcHost::new(Box::new(engine), Some(Box::new(callback)))
-            .map_err(|e| anyhow!("waPC initialisation of the policy module failed: {e}"))?;
+        let host = WapcHost::new(Box::new(engine), Some(Box::new(callback))).map_err(|e| {
+            Error::Wasm(format!(
+                "waPC initialisation of the policy module failed: {e}"
+            ))
+        })?;
         Ok(PolicyHost {
             host,
             _ticker: Arc::clone(&self.ticker),
@@ -286,7 +296,7 @@ fn link(
     }
     builder
         .build_pre()
-        .map_err(|e| anyhow!("cannot link the policy module: {e}"))
+        .map_err(|e| Error::Wasm(format!("cannot link the policy module: {e}")))
 }
 
 /// Epoch ticks in `timeout`, at least one.
@@ -313,7 +323,7 @@ fn answer(
         host_calls.call(binding, namespace, operation, payload)
     })) {
         Ok(Ok(answer)) => Ok(answer),
-        Ok(Err(error)) => Err(error.into()),
+        Ok(Err(error)) => Err(error.0.into()),
         Err(_) => Err(format!("host capability {binding}/{namespace}/{operation} failed").into()),
     }
 }
@@ -341,17 +351,16 @@ impl PolicyHost {
     pub fn call(&self, operation: &str, payload: &[u8]) -> Result<Vec<u8>> {
         self.host
             .call(operation, payload)
-            .map_err(|e| anyhow!("waPC call `{operation}` failed: {e}"))
+            .map_err(|e| Error::Wasm(format!("waPC call `{operation}` failed: {e}")))
     }
 
     /// `protocol_version` (empty payload); the guest answers a JSON string, e.g. `"v1"`.
     pub fn protocol_version(&self) -> Result<String> {
         let raw = self.call("protocol_version", &[])?;
-        serde_json::from_slice::<String>(&raw).with_context(|| {
-            format!(
-                "protocol_version answered {:?}, not a JSON string",
-                String::from_utf8_lossy(&raw)
-            )
+        serde_json::from_slice::<String>(&raw).map_err(|_| Error::Answer {
+            operation: "protocol_version".to_owned(),
+            answer: String::from_utf8_lossy(&raw).into_owned(),
+            expected: "a JSON string",
         })
     }
 
@@ -364,11 +373,10 @@ impl PolicyHost {
     /// `validate_settings` with any payload.
     pub fn validate_settings_raw(&self, payload: &[u8]) -> Result<SettingsValidationResponse> {
         let raw = self.call("validate_settings", payload)?;
-        serde_json::from_slice(&raw).with_context(|| {
-            format!(
-                "validate_settings answered {:?}, not a SettingsValidationResponse",
-                String::from_utf8_lossy(&raw)
-            )
+        serde_json::from_slice(&raw).map_err(|_| Error::Answer {
+            operation: "validate_settings".to_owned(),
+            answer: String::from_utf8_lossy(&raw).into_owned(),
+            expected: "a SettingsValidationResponse",
         })
     }
 
@@ -390,11 +398,10 @@ impl PolicyHost {
     /// `validate` with any payload (for malformed-payload tests).
     pub fn validate_raw(&self, payload: &[u8]) -> Result<ValidationResponse> {
         let raw = self.call("validate", payload)?;
-        serde_json::from_slice(&raw).with_context(|| {
-            format!(
-                "validate answered {:?}, not a ValidationResponse",
-                String::from_utf8_lossy(&raw)
-            )
+        serde_json::from_slice(&raw).map_err(|_| Error::Answer {
+            operation: "validate".to_owned(),
+            answer: String::from_utf8_lossy(&raw).into_owned(),
+            expected: "a ValidationResponse",
         })
     }
 }
@@ -529,9 +536,9 @@ mod tests {
             n: &str,
             o: &str,
             p: &[u8],
-        ) -> std::result::Result<Vec<u8>, String> {
+        ) -> std::result::Result<Vec<u8>, HostCallError> {
             if p == b"\"fail\"" {
-                return Err("registry unreachable".to_owned());
+                return Err(HostCallError("registry unreachable".to_owned()));
             }
             Ok(format!("{b}/{n}/{o} {}", String::from_utf8_lossy(p)).into_bytes())
         }
@@ -571,7 +578,7 @@ mod tests {
             _: &str,
             _: &str,
             _: &[u8],
-        ) -> std::result::Result<Vec<u8>, String> {
+        ) -> std::result::Result<Vec<u8>, HostCallError> {
             panic!("handler bug")
         }
     }

@@ -9,7 +9,7 @@
 //! Docker manifest list v2 schema 2 (what `mcr.microsoft.com` and
 //! `registry.k8s.io/pause` serve).
 
-use anyhow::{Context, Result};
+use crate::error::{Error, Result};
 use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
@@ -140,68 +140,38 @@ fn descriptor(media_type: &str, bytes: &[u8]) -> Value {
 
 /// Pushes `image` to the registry at `host` (`127.0.0.1:PORT`, plain HTTP).
 pub fn push_image(host: &str, image: &TestImage) -> Result<PushedImage> {
-    let reference: Reference = format!("{host}/{}", image.name)
-        .parse()
-        .with_context(|| format!("{host}/{} is not an image reference", image.name))?;
+    let reference: Reference =
+        format!("{host}/{}", image.name)
+            .parse()
+            .map_err(|e| Error::Registry {
+                action: "not an image reference:".to_owned(),
+                reference: format!("{host}/{}", image.name),
+                message: format!("{e}"),
+            })?;
     let client = Client::new(ClientConfig {
         protocol: ClientProtocol::HttpsExcept(vec![host.to_owned()]),
         ..ClientConfig::default()
     });
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .build()?;
+        .build()
+        .map_err(Error::io("cannot start the async runtime"))?;
     runtime.block_on(async {
         client
             .store_auth_if_needed(reference.resolve_registry(), &RegistryAuth::Anonymous)
             .await;
-        let format = image.format;
-        let mut entries = Vec::new();
         let count = if image.single {
             1
         } else {
             image.platforms.len()
         };
+        let mut entries = Vec::new();
         for platform in image.platforms.iter().take(count) {
-            let config = config_blob(platform);
-            for blob in [&config[..], &EMPTY_TAR[..]] {
-                client
-                    .push_blob(&reference, blob.to_vec(), &sha256(blob))
-                    .await
-                    .with_context(|| format!("cannot push a blob of {}", image.name))?;
-            }
-            let manifest = json!({
-                "schemaVersion": 2,
-                "mediaType": format.manifest(),
-                "config": descriptor(format.config(), &config),
-                "layers": [descriptor(format.layer(), &EMPTY_TAR)],
-            })
-            .to_string()
-            .into_bytes();
-            let target = if image.single {
-                reference.clone()
-            } else {
-                reference.clone_with_digest(sha256(&manifest))
-            };
-            push_manifest(&client, &target, &manifest, format.manifest()).await?;
-            let mut entry = descriptor(format.manifest(), &manifest);
-            if let Value::Object(map) = &mut entry {
-                map.insert("platform".to_owned(), platform.json());
-            }
-            entries.push((entry, manifest));
+            entries.push(push_platform(&client, &reference, image, platform).await?);
         }
         let digest = match (image.single, entries.first()) {
             (true, Some((_, manifest))) => sha256(manifest),
-            _ => {
-                let index = json!({
-                    "schemaVersion": 2,
-                    "mediaType": format.index(),
-                    "manifests": entries.iter().map(|(e, _)| e.clone()).collect::<Vec<_>>(),
-                })
-                .to_string()
-                .into_bytes();
-                push_manifest(&client, &reference, &index, format.index()).await?;
-                sha256(&index)
-            }
+            _ => push_index(&client, &reference, image.format, &entries).await?,
         };
         Ok(PushedImage {
             reference: reference.whole(),
@@ -210,18 +180,90 @@ pub fn push_image(host: &str, image: &TestImage) -> Result<PushedImage> {
     })
 }
 
+/// One platform of `image`: its config and layer blobs and its manifest
+/// (under the tag for a single image, else by digest). Returns the index
+/// entry and the manifest bytes.
+async fn push_platform(
+    client: &Client,
+    reference: &Reference,
+    image: &TestImage,
+    platform: &ImagePlatform,
+) -> Result<(Value, Vec<u8>)> {
+    let format = image.format;
+    let config = config_blob(platform);
+    for blob in [&config[..], &EMPTY_TAR[..]] {
+        client
+            .push_blob(reference, blob.to_vec(), &sha256(blob))
+            .await
+            .map_err(|e| registry_error("cannot push a blob of", reference, e))?;
+    }
+    let manifest = json!({
+        "schemaVersion": 2,
+        "mediaType": format.manifest(),
+        "config": descriptor(format.config(), &config),
+        "layers": [descriptor(format.layer(), &EMPTY_TAR)],
+    })
+    .to_string()
+    .into_bytes();
+    let target = if image.single {
+        reference.clone()
+    } else {
+        reference.clone_with_digest(sha256(&manifest))
+    };
+    push_manifest(client, &target, &manifest, format.manifest()).await?;
+    let mut entry = descriptor(format.manifest(), &manifest);
+    if let Value::Object(map) = &mut entry {
+        map.insert("platform".to_owned(), platform.json());
+    }
+    Ok((entry, manifest))
+}
+
+/// The index of `entries` under the tag; returns its digest.
+async fn push_index(
+    client: &Client,
+    reference: &Reference,
+    format: Format,
+    entries: &[(Value, Vec<u8>)],
+) -> Result<String> {
+    let index = json!({
+        "schemaVersion": 2,
+        "mediaType": format.index(),
+        "manifests": entries.iter().map(|(e, _)| e.clone()).collect::<Vec<_>>(),
+    })
+    .to_string()
+    .into_bytes();
+    push_manifest(client, reference, &index, format.index()).await?;
+    Ok(sha256(&index))
+}
+
 async fn push_manifest(
     client: &Client,
     target: &Reference,
     body: &[u8],
     media_type: &str,
 ) -> Result<()> {
-    let content_type = media_type.parse().context("media type")?;
+    let content_type = media_type.parse().map_err(|e| Error::Registry {
+        action: "not a media type:".to_owned(),
+        reference: media_type.to_owned(),
+        message: format!("{e}"),
+    })?;
     client
         .push_manifest_raw(target, body.to_vec(), content_type)
         .await
-        .with_context(|| format!("cannot push manifest {}", target.whole()))?;
+        .map_err(|e| registry_error("cannot push manifest", target, e))?;
     Ok(())
+}
+
+fn registry_error(
+    action: &str,
+    reference: &Reference,
+    error: oci_client::errors::OciDistributionError,
+) -> Error {
+    Error::Registry {
+        action: action.to_owned(),
+        reference: reference.whole(),
+        message: format!("{error:#}"),
+    }
 }
 
 /// The images the context-aware tests use. Their names decide nothing by

@@ -9,24 +9,23 @@
 )]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::indexing_slicing))]
 
-pub mod annotate;
-pub mod artifacthub;
 pub mod capabilities;
 pub mod cases;
 pub mod corpus;
-pub mod external;
+pub mod error;
 pub mod host;
-pub mod http;
 pub mod images;
-pub mod oci;
-pub mod policy_server;
-pub mod registry;
 pub mod request;
 pub mod review;
 
 use std::path::{Path, PathBuf};
 
+// The local registry, policy-server, kwctl and HTTP client live with the
+// release chores (xtask, no wasmtime); the e2e tests use the same ones.
+pub use xtask::local::{external, http, policy_server, registry};
+
 pub use cases::{load_cases, read_yaml, run_case, Case, CaseOutcome, Expect, ResolvedCase};
+pub use error::{Error, HostCallError};
 pub use host::{
     Evaluation, PolicyHost, PolicyModule, SettingsValidationResponse, ValidationResponse,
 };
@@ -59,5 +58,21 @@ pub fn corpus_dir() -> PathBuf {
     match std::env::var_os("OS_PLACEMENT_CORPUS") {
         Some(path) if !path.is_empty() => PathBuf::from(path),
         _ => repo_root().join("../shared/corpus"),
+    }
+}
+
+/// The corpus ([`corpus_dir`]) when its SOURCES.md is there; else a visible
+/// skip, or an error under CI (see [`external::missing`]).
+pub fn corpus() -> external::Found {
+    let dir = corpus_dir();
+    if dir.join("SOURCES.md").is_file() {
+        Ok(Some(dir))
+    } else {
+        let what = format!("corpus {}", dir.display());
+        external::missing(
+            &what,
+            "set OS_PLACEMENT_CORPUS to the directory holding SOURCES.md and the manifests",
+        )
+        .map(|_| None)
     }
 }

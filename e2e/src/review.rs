@@ -47,7 +47,10 @@ impl LoadedPolicy {
 
     /// Evaluates one AdmissionRequest on a fresh instance, as policy-server does.
     pub fn evaluate(&self, request: &Value) -> Result<Evaluation> {
-        self.module.instantiate()?.validate(request, &self.settings)
+        Ok(self
+            .module
+            .instantiate()?
+            .validate(request, &self.settings)?)
     }
 
     /// The AdmissionReview response policy-server sends for an AdmissionReview

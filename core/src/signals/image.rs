@@ -1237,17 +1237,17 @@ mod tests {
     /// Every `image` value in ../shared/corpus (when present) is in CORPUS under its file.
     #[test]
     fn corpus_table_covers_corpus_files() {
-        fn collect(value: &serde_yaml::Value, out: &mut Vec<String>) {
+        fn collect(value: &serde_json::Value, out: &mut Vec<String>) {
             match value {
-                serde_yaml::Value::Mapping(map) => {
+                serde_json::Value::Object(map) => {
                     for (k, v) in map {
                         match (k.as_str(), v.as_str()) {
-                            (Some("image"), Some(image)) => out.push(image.to_owned()),
+                            ("image", Some(image)) => out.push(image.to_owned()),
                             _ => collect(v, out),
                         }
                     }
                 }
-                serde_yaml::Value::Sequence(items) => items.iter().for_each(|v| collect(v, out)),
+                serde_json::Value::Array(items) => items.iter().for_each(|v| collect(v, out)),
                 _ => {}
             }
         }
@@ -1282,9 +1282,8 @@ mod tests {
             let file: u32 = name.get(..2).unwrap().parse().unwrap();
             let text = std::fs::read_to_string(&path).unwrap();
             let mut images = Vec::new();
-            for doc in serde_yaml::Deserializer::from_str(&text) {
-                use serde::Deserialize;
-                collect(&serde_yaml::Value::deserialize(doc).unwrap(), &mut images);
+            for doc in os_placement_door::read_stream(&text) {
+                collect(&doc.unwrap().root.to_json(), &mut images);
             }
             assert!(!images.is_empty(), "{name}: no image found");
             for image in images {

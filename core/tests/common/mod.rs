@@ -118,12 +118,10 @@ pub fn update(object: &Value, old: &Value, settings: &Settings) -> Decision {
 
 /// The first non-empty YAML document of the text, as JSON.
 pub fn yaml(text: &str) -> Value {
-    use serde::Deserialize;
-    serde_yaml::Deserializer::from_str(text)
-        .map(|doc| serde_yaml::Value::deserialize(doc).unwrap())
-        .find(|v| !v.is_null())
-        .map(|v| serde_json::to_value(v).unwrap())
+    os_placement_door::read_one(text)
+        .expect("readable YAML")
         .expect("a YAML document")
+        .to_json()
 }
 
 /// The object after the decision (mutated or unchanged).

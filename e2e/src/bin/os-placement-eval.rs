@@ -4,7 +4,11 @@
 //! ```text
 //! os-placement-eval [--wasm PATH] [--root DIR] [--cases FILE]
 //! os-placement-eval [--wasm PATH] --review FILE [--settings FILE]
+//! os-placement-eval [--wasm PATH] --protocol-version
 //! ```
+//!
+//! `--protocol-version` prints the waPC protocol version the module answers
+//! (what `cargo xtask annotate --protocol-version` embeds, as kwctl asks it).
 //!
 //! `--review` takes an `admission.k8s.io/v1` AdmissionReview (JSON or YAML)
 //! and prints the AdmissionReview response policy-server would send, from a
@@ -28,13 +32,14 @@ use std::time::Instant;
 
 use anyhow::{anyhow, bail, Result};
 use os_placement_e2e::{
-    load_cases, read_yaml, repo_root, run_case, Case, CaseOutcome, LoadedPolicy, PolicyHost,
-    PolicyModule, DEFAULT_CASES, DEFAULT_WASM,
+    load_cases, read_yaml, repo_root, run_case, Case, CaseOutcome, Evaluation, LoadedPolicy,
+    PolicyHost, PolicyModule, ValidationResponse, DEFAULT_CASES, DEFAULT_WASM,
 };
 
 const USAGE: &str = "\
 usage: os-placement-eval [--wasm PATH] [--root DIR] [--cases FILE]
        os-placement-eval [--wasm PATH] --review FILE [--settings FILE]
+       os-placement-eval [--wasm PATH] --protocol-version
 
   --wasm PATH          policy module (default: <root>/target/wasm32-wasip1/release/os_placement_policy.opt.wasm)
   --root DIR           repository root; case paths are relative to it
@@ -42,6 +47,7 @@ usage: os-placement-eval [--wasm PATH] [--root DIR] [--cases FILE]
   --cases FILE         case list (default: <root>/examples/cases.yaml)
   --review FILE        an AdmissionReview (JSON or YAML); prints the AdmissionReview response
   --settings FILE      settings for --review (default: {})
+  --protocol-version   print the module's protocol version (asked through waPC)
 
 To check your own manifests: os-placement check FILE|DIR|- (cargo install --path cli)";
 
@@ -52,6 +58,7 @@ struct Args {
     cases: Option<PathBuf>,
     settings: Option<PathBuf>,
     review: Option<PathBuf>,
+    protocol_version: bool,
 }
 
 enum Parsed {
@@ -64,6 +71,10 @@ fn parse_args(mut argv: impl Iterator<Item = String>) -> Result<Parsed> {
     while let Some(flag) = argv.next() {
         if flag == "-h" || flag == "--help" {
             return Ok(Parsed::Help);
+        }
+        if flag == "--protocol-version" {
+            args.protocol_version = true;
+            continue;
         }
         let (name, inline) = match flag.split_once('=') {
             Some((name, value)) => (name.to_owned(), Some(value.to_owned())),
@@ -142,6 +153,13 @@ fn run(args: &Args, out: &mut dyn Write) -> Result<bool> {
         );
     }
 
+    if args.protocol_version {
+        let version = PolicyModule::compile(&wasm)?
+            .instantiate()?
+            .protocol_version()?;
+        writeln!(out, "{version}")?;
+        return Ok(true);
+    }
     if let Some(review) = &args.review {
         return review_once(&wasm, review, args.settings.as_deref(), out);
     }
@@ -286,74 +304,91 @@ fn print_outcome(
             print_indented(out, &format!("{e:#}"))?;
         }
         Ok(evaluation) => {
-            let response = &evaluation.response;
-            if response.accepted {
-                totals.accepted += 1;
-            } else {
-                totals.rejected += 1;
-            }
-            if evaluation.patched() {
-                totals.patched += 1;
-            }
-            writeln!(
-                out,
-                "   verdict   {}{}",
-                if response.accepted {
-                    "ACCEPTED"
-                } else {
-                    "REJECTED"
-                },
-                response
-                    .code
-                    .map(|c| format!(" (code {c})"))
-                    .unwrap_or_default()
-            )?;
-            if response.message().is_empty() {
-                writeln!(out, "   message   -")?;
-            } else {
-                writeln!(out, "   message")?;
-                print_indented(out, response.message())?;
-            }
-            if response.warnings().is_empty() {
-                writeln!(out, "   warnings  -")?;
-            } else {
-                writeln!(out, "   warnings")?;
-                for warning in response.warnings() {
-                    writeln!(out, "     - {warning}")?;
-                }
-            }
-            if let Some(annotations) = response
-                .audit_annotations
-                .as_ref()
-                .filter(|a| !a.is_empty())
-            {
-                writeln!(out, "   audit annotations")?;
-                for (key, value) in annotations {
-                    writeln!(out, "     {key}: {value}")?;
-                }
-            }
-            match &evaluation.patch {
-                None => writeln!(out, "   patch     -")?,
-                Some(patch) if patch.0.is_empty() => {
-                    writeln!(
-                        out,
-                        "   patch     [] (mutated_object equals the request object)"
-                    )?;
-                }
-                Some(patch) => {
-                    writeln!(out, "   patch")?;
-                    writeln!(out, "     [")?;
-                    let count = patch.0.len();
-                    for (i, op) in patch.0.iter().enumerate() {
-                        let line = serde_json::to_string(op)
-                            .unwrap_or_else(|e| format!("<unprintable operation: {e}>"));
-                        writeln!(out, "       {line}{}", if i + 1 < count { "," } else { "" })?;
-                    }
-                    writeln!(out, "     ]")?;
-                }
-            }
+            count(evaluation, totals);
+            print_response(out, &evaluation.response)?;
+            print_patch(out, evaluation.patch.as_ref())?;
         }
     }
+    print_expectation(out, outcome, totals)
+}
+
+fn count(evaluation: &Evaluation, totals: &mut Totals) {
+    if evaluation.response.accepted {
+        totals.accepted += 1;
+    } else {
+        totals.rejected += 1;
+    }
+    if evaluation.patched() {
+        totals.patched += 1;
+    }
+}
+
+/// The verdict, message, warnings and audit annotations.
+fn print_response(out: &mut dyn Write, response: &ValidationResponse) -> io::Result<()> {
+    let verdict = if response.accepted {
+        "ACCEPTED"
+    } else {
+        "REJECTED"
+    };
+    let code = response
+        .code
+        .map(|c| format!(" (code {c})"))
+        .unwrap_or_default();
+    writeln!(out, "   verdict   {verdict}{code}")?;
+    if response.message().is_empty() {
+        writeln!(out, "   message   -")?;
+    } else {
+        writeln!(out, "   message")?;
+        print_indented(out, response.message())?;
+    }
+    if response.warnings().is_empty() {
+        writeln!(out, "   warnings  -")?;
+    } else {
+        writeln!(out, "   warnings")?;
+        for warning in response.warnings() {
+            writeln!(out, "     - {warning}")?;
+        }
+    }
+    if let Some(annotations) = response
+        .audit_annotations
+        .as_ref()
+        .filter(|a| !a.is_empty())
+    {
+        writeln!(out, "   audit annotations")?;
+        for (key, value) in annotations {
+            writeln!(out, "     {key}: {value}")?;
+        }
+    }
+    Ok(())
+}
+
+/// The JSON Patch, one operation a line.
+fn print_patch(out: &mut dyn Write, patch: Option<&json_patch::Patch>) -> io::Result<()> {
+    match patch {
+        None => writeln!(out, "   patch     -"),
+        Some(patch) if patch.0.is_empty() => writeln!(
+            out,
+            "   patch     [] (mutated_object equals the request object)"
+        ),
+        Some(patch) => {
+            writeln!(out, "   patch")?;
+            writeln!(out, "     [")?;
+            let count = patch.0.len();
+            for (i, op) in patch.0.iter().enumerate() {
+                let line = serde_json::to_string(op)
+                    .unwrap_or_else(|e| format!("<unprintable operation: {e}>"));
+                writeln!(out, "       {line}{}", if i + 1 < count { "," } else { "" })?;
+            }
+            writeln!(out, "     ]")
+        }
+    }
+}
+
+fn print_expectation(
+    out: &mut dyn Write,
+    outcome: &CaseOutcome,
+    totals: &mut Totals,
+) -> io::Result<()> {
     if outcome.mismatches.is_empty() {
         if outcome.resolved.case.expect.is_some() {
             writeln!(out, "   expect    ok")?;

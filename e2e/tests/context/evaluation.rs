@@ -8,16 +8,11 @@ use serde_json::{json, Value};
 
 /// The built policy module, compiled once for the binary.
 pub fn module() -> &'static PolicyModule {
-    static MODULE: OnceLock<Result<PolicyModule, String>> = OnceLock::new();
-    let module = MODULE.get_or_init(|| {
-        let path = wasm_path();
-        PolicyModule::compile(&path)
-            .map_err(|e| format!("{e:#}: run `make build` first (or set OS_PLACEMENT_WASM)"))
-    });
-    match module {
-        Ok(module) => module,
-        Err(message) => panic!("{message}"),
-    }
+    static MODULE: OnceLock<PolicyModule> = OnceLock::new();
+    MODULE.get_or_init(|| {
+        PolicyModule::compile(&wasm_path())
+            .unwrap_or_else(|e| panic!("{e}: run `make build` first (or set OS_PLACEMENT_WASM)"))
+    })
 }
 
 /// A Pod named `name` running `images`, with `spec` merged into its spec.

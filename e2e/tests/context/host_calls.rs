@@ -7,14 +7,16 @@ use os_placement_e2e::host::HostCalls;
 use os_placement_e2e::images::{LTSC2019, LTSC2022, LTSC2025};
 use serde_json::{json, Value};
 
-use crate::support::{context, registry_with_images};
+use os_placement_e2e::HostCallError;
+
+use super::support::{context, registry_with_images};
 
 fn call(
     host: &dyn HostCalls,
     namespace: &str,
     operation: &str,
     payload: &Value,
-) -> Result<Value, String> {
+) -> Result<Value, HostCallError> {
     host.call(
         "kubewarden",
         namespace,
@@ -126,12 +128,12 @@ fn pushed_platforms_come_back_through_the_oci_host_calls() {
         &json!(images.windows_multi.reference),
     )
     .unwrap_err();
-    assert!(err.contains(&images.windows_multi.reference), "{err}");
+    assert!(err.0.contains(&images.windows_multi.reference), "{err}");
 
     // An unknown tag names the image.
     let missing = format!("{}/corp/billing:9.9", registry.host());
     let err = manifest(&missing).unwrap_err();
-    assert!(err.contains(&missing), "{err}");
+    assert!(err.0.contains(&missing), "{err}");
     assert_eq!(host.calls().len(), 9);
 }
 
@@ -232,7 +234,8 @@ fn cluster_fixtures_hold_the_nodes_and_classes_their_readme_lists() {
     assert!(found["scheduling"].get("tolerations").is_none());
     let err = class("windows-2019-only", "windows-2022").unwrap_err();
     assert!(
-        err.contains("Cannot find node.k8s.io/v1/RuntimeClass named 'windows-2022'"),
+        err.0
+            .contains("Cannot find node.k8s.io/v1/RuntimeClass named 'windows-2022'"),
         "{err}"
     );
 }

@@ -9,8 +9,8 @@ use os_placement_e2e::capabilities::{ContextHost, Registries};
 use os_placement_e2e::registry::free_port;
 use serde_json::{json, Value};
 
-use crate::evaluation::{evaluate, pod, result, show};
-use crate::support::{context, registry_with_images};
+use super::evaluation::{evaluate, pod, result, show};
+use super::support::{context, registry_with_images};
 
 fn eks() -> Value {
     json!({"windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"}})

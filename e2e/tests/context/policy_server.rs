@@ -9,7 +9,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use os_placement_e2e::annotate::annotate_file;
 use os_placement_e2e::capabilities::{ContextHost, Registries};
 use os_placement_e2e::external;
 use os_placement_e2e::policy_server::{comparable, PolicyServer};
@@ -17,9 +16,10 @@ use os_placement_e2e::registry::free_port;
 use os_placement_e2e::review::review_of;
 use os_placement_e2e::{admission_request, repo_root, wasm_path, LoadedPolicy, PolicyModule};
 use serde_json::{json, Value};
+use xtask::annotate::{annotate_file, AnnotateFiles};
 
-use crate::evaluation::pod;
-use crate::support::registry_with_images;
+use super::evaluation::pod;
+use super::support::registry_with_images;
 
 #[test]
 fn policy_server_looks_images_up_in_the_registry_as_our_host_does() {
@@ -33,13 +33,13 @@ fn policy_server_looks_images_up_in_the_registry_as_our_host_does() {
     let dir = tempfile::tempdir().unwrap();
     let wasm = dir.path().join("annotated-policy.wasm");
     let root = repo_root();
-    annotate_file(
-        &wasm_path(),
-        &root.join("metadata.yml"),
-        Some(&root.join("README.md")),
-        &wasm,
-    )
-    .expect("run `make build` first");
+    let files = AnnotateFiles {
+        wasm: &wasm_path(),
+        metadata: &root.join("metadata.yml"),
+        usage: Some(&root.join("README.md")),
+        output: &wasm,
+    };
+    annotate_file(&files, "v1").expect("run `make build` first");
     let bytes = std::fs::read(&wasm).unwrap();
     let eks = json!({"windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"}});
     let down = format!("127.0.0.1:{}", free_port().unwrap());

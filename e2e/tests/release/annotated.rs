@@ -2,12 +2,12 @@
 //! read back and checked against metadata.yml and README.md, the module still
 //! evaluating, and the real kwctl agreeing with it.
 
-use os_placement_e2e::annotate::{read_metadata, METADATA_SECTION, USAGE_ANNOTATION};
 use os_placement_e2e::{admission_request, read_yaml, repo_root, LoadedPolicy};
 use serde_json::{json, Value};
 use wasmparser::{Parser, Payload};
+use xtask::annotate::{read_metadata, METADATA_SECTION, USAGE_ANNOTATION};
 
-use crate::support::{
+use super::support::{
     annotated_bytes, annotated_module, assert_success, kwctl, metadata_yml, policy_bytes, readme,
     run_kwctl, write_annotated,
 };
@@ -31,7 +31,12 @@ fn every_metadata_field_is_embedded() {
     for (key, value) in metadata["annotations"].as_object().unwrap() {
         assert_eq!(&embedded["annotations"][key], value, "annotations.{key}");
     }
+    // What the module answers through waPC, as kwctl asks it.
     assert_eq!(embedded["protocolVersion"], "v1");
+    assert_eq!(
+        embedded["protocolVersion"],
+        super::support::protocol_version()
+    );
     assert_eq!(embedded["annotations"][USAGE_ANNOTATION], readme());
     // kwctl's default for a field metadata.yml leaves out.
     assert_eq!(metadata.get("policyType"), None);
@@ -153,8 +158,7 @@ fn kwctl_inspect_reads_our_module() {
         &["inspect", "-o", "yaml", path.to_str().unwrap()],
     );
     let stdout = assert_success("kwctl inspect", &result);
-    let inspected: Value =
-        serde_json::to_value(serde_yaml::from_str::<serde_yaml::Value>(&stdout).unwrap()).unwrap();
+    let inspected: Value = xtask::yaml::parse("kwctl inspect", &stdout).unwrap();
     let inspected = inspected.get("metadata").cloned().unwrap_or(inspected);
     assert_eq!(inspected["protocolVersion"], "v1", "{stdout}");
     assert_eq!(inspected["rules"], metadata_yml()["rules"], "{stdout}");

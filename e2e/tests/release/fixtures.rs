@@ -9,7 +9,7 @@ use os_placement_e2e::review::review_of;
 use os_placement_e2e::{admission_request, read_yaml, repo_root, LoadedPolicy};
 use serde_json::Value;
 
-use crate::support::annotated_module;
+use super::support::annotated_module;
 
 fn scenarios() -> Vec<PathBuf> {
     let dir = repo_root().join("e2e/fixtures");

@@ -13,7 +13,7 @@ use os_placement_e2e::{admission_request, read_yaml, repo_root, LoadedPolicy};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::support::{annotated_module, write_annotated};
+use super::support::{annotated_module, write_annotated};
 
 /// admission.k8s.io/v1 AdmissionReview; unknown fields are errors.
 #[derive(Debug, Deserialize)]

@@ -1,16 +1,15 @@
-//! Shared fixtures: the policy module, its annotated form, metadata.yml,
-//! external programs, and the HTTP/1.0 client of `os_placement_e2e::http`.
+//! Shared fixtures: the policy module, its annotated form (annotated by the
+//! release chores with the protocol version our host asks the module for),
+//! metadata.yml and the real kwctl and policy-server.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Arc, OnceLock};
 
-use os_placement_e2e::annotate::{
-    annotate_bytes, embedded_metadata, load_metadata, protocol_version,
-};
 use os_placement_e2e::external;
 use os_placement_e2e::{repo_root, wasm_path, PolicyModule};
 use serde_json::Value;
+use xtask::annotate::{annotate_bytes, embedded_metadata, load_metadata};
 
 /// The built policy module (`make build`).
 pub fn policy_bytes() -> &'static [u8] {
@@ -36,6 +35,16 @@ pub fn readme() -> String {
     std::fs::read_to_string(repo_root().join("README.md")).unwrap()
 }
 
+/// The protocol version the module answers through waPC, as kwctl asks it.
+pub fn protocol_version() -> String {
+    PolicyModule::from_bytes(policy_bytes())
+        .unwrap()
+        .instantiate()
+        .unwrap()
+        .protocol_version()
+        .unwrap()
+}
+
 /// The policy annotated with metadata.yml and README.md, as `make annotated-policy.wasm` builds it.
 pub fn annotated_bytes() -> &'static [u8] {
     static BYTES: OnceLock<Vec<u8>> = OnceLock::new();
@@ -43,8 +52,7 @@ pub fn annotated_bytes() -> &'static [u8] {
         let Value::Object(metadata) = metadata_yml() else {
             unreachable!()
         };
-        let protocol = protocol_version(policy_bytes()).unwrap();
-        let embedded = embedded_metadata(metadata, &protocol, Some(&readme()));
+        let embedded = embedded_metadata(metadata, &protocol_version(), Some(&readme()));
         annotate_bytes(policy_bytes(), &embedded).unwrap()
     })
 }
@@ -97,11 +105,4 @@ pub fn assert_success(what: &str, output: &Output) -> String {
         String::from_utf8_lossy(&output.stderr)
     );
     stdout
-}
-
-pub use os_placement_e2e::http::{http, wait_until};
-
-/// A free TCP port on 127.0.0.1 (bound then released).
-pub fn free_port() -> u16 {
-    os_placement_e2e::registry::free_port().unwrap()
 }

@@ -11,7 +11,7 @@ use os_placement_e2e::corpus::{
 use os_placement_e2e::{admission_request, read_yaml, Evaluation};
 use serde_json::{json, Value};
 
-use crate::host;
+use super::host;
 
 const CORPUS_SIZE: usize = 54;
 
@@ -23,7 +23,7 @@ struct Entry {
 
 /// The corpus directory, or `None` after a visible skip (a failure under CI).
 fn corpus_or_skip() -> Option<PathBuf> {
-    os_placement_e2e::external::corpus().unwrap_or_else(|e| panic!("{e}"))
+    os_placement_e2e::corpus().unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn corpus() -> Option<Vec<Entry>> {
@@ -41,7 +41,7 @@ fn corpus() -> Option<Vec<Entry>> {
         .into()
 }
 
-fn evaluate(object: &Value) -> anyhow::Result<Evaluation> {
+fn evaluate(object: &Value) -> os_placement_e2e::error::Result<Evaluation> {
     host().validate(&admission_request(object, "CREATE", None, None), &json!({}))
 }
 

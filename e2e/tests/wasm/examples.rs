@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use os_placement_e2e::corpus::malformed_message_lines;
 use os_placement_e2e::{admission_request, load_cases, repo_root, run_case, Case, DEFAULT_CASES};
 
-use crate::host;
+use super::host;
 
 fn cases() -> (PathBuf, Vec<Case>) {
     let root = repo_root();

@@ -7,7 +7,7 @@ use std::path::Path;
 use os_placement_e2e::{read_yaml, repo_root};
 use serde_json::{json, Value};
 
-use crate::host;
+use super::host;
 
 fn metadata() -> Value {
     read_yaml(&repo_root().join("metadata.yml")).unwrap()
@@ -97,10 +97,10 @@ fn readme_policy_manifest_uses_the_metadata_rules() {
     let start = readme.find("kind: ClusterAdmissionPolicy").unwrap();
     let block_start = readme[..start].rfind("```yaml").unwrap() + "```yaml".len();
     let block_end = block_start + readme[block_start..].find("```").unwrap();
-    let manifest: Value = serde_json::to_value(
-        serde_yaml::from_str::<serde_yaml::Value>(&readme[block_start..block_end]).unwrap(),
-    )
-    .unwrap();
+    let manifest: Value = os_placement_door::read_one(&readme[block_start..block_end])
+        .unwrap()
+        .unwrap()
+        .to_json();
     assert_eq!(
         rule_set(&manifest["spec"]["rules"]),
         rule_set(&metadata()["rules"])

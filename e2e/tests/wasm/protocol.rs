@@ -3,7 +3,7 @@
 use os_placement_e2e::admission_request;
 use serde_json::{json, Value};
 
-use crate::host;
+use super::host;
 
 fn pod() -> Value {
     json!({

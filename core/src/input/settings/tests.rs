@@ -1067,6 +1067,14 @@ fn false_reads_as_off_where_off_is_a_choice() {
     let s = ok(json!({"imageLookup": false, "nodeInventory": false}));
     assert_eq!(s.image_lookup, ImageLookup::Off);
     assert_eq!(s.node_inventory, NodeInventory::Off);
-    one_problem(json!({"imageLookup": true}), "imageLookup", &["expected a string", "a boolean"]);
-    one_problem(json!({"lookupFailure": false}), "lookupFailure", &["expected a string"]);
+    one_problem(
+        json!({"imageLookup": true}),
+        "imageLookup",
+        &["expected a string", "a boolean"],
+    );
+    one_problem(
+        json!({"lookupFailure": false}),
+        "lookupFailure",
+        &["expected a string"],
+    );
 }

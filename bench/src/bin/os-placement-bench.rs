@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use os_placement_bench::stats::{stats, Stats};
+use os_placement_bench::{Error, Result};
 use os_placement_e2e::review::review_of;
 use os_placement_e2e::{admission_request, corpus_dir, read_yaml, repo_root, wasm_path};
 use os_placement_e2e::{PolicyHost, PolicyModule};
@@ -49,7 +50,7 @@ fn parse_args() -> Result<Options> {
     while let Some(flag) = args.next() {
         let value = args
             .next()
-            .with_context(|| format!("{flag} needs a value"))?;
+            .ok_or_else(|| Error::Usage(format!("{flag} needs a value")))?;
         match flag.as_str() {
             "--wasm" => o.wasm = value.into(),
             "--floor" => o.floor = value.into(),
@@ -57,14 +58,20 @@ fn parse_args() -> Result<Options> {
             "--corpus" => o.corpus = value.into(),
             "--cases" => o.cases = value.into(),
             "--settings" => o.settings = value.into(),
-            "--rounds" => o.rounds = value.parse().context("--rounds takes a number")?,
+            "--rounds" => {
+                o.rounds = value
+                    .parse()
+                    .map_err(|_| Error::Usage("--rounds takes a number".to_owned()))?
+            }
             "--json" => o.json = value.into(),
             "--write-reviews" => o.write_reviews = Some(value.into()),
             "--baseline" => o.baseline = Some(value.into()),
-            other => bail!(
-                "unknown flag {other}: use --wasm, --floor, --peers DIR, --corpus DIR, --cases DIR, \
-                 --settings FILE, --rounds N, --json FILE, --write-reviews DIR, --baseline FILE"
-            ),
+            other => {
+                return Err(Error::Usage(format!(
+                    "unknown flag {other}: use --wasm, --floor, --peers DIR, --corpus DIR, --cases DIR, \
+                     --settings FILE, --rounds N, --json FILE, --write-reviews DIR, --baseline FILE"
+                )))
+            }
         }
     }
     Ok(o)
@@ -91,9 +98,8 @@ impl Policy {
     }
 
     fn payload(&self, request: &Value) -> Result<Vec<u8>> {
-        Ok(serde_json::to_vec(
-            &json!({"request": request, "settings": self.settings}),
-        )?)
+        serde_json::to_vec(&json!({"request": request, "settings": self.settings}))
+            .map_err(|e| Error::Unexpected(e.to_string()))
     }
 }
 
@@ -106,7 +112,7 @@ struct Case {
 
 fn yaml_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| format!("cannot read {}", dir.display()))?
+        .map_err(Error::io(dir))?
         .filter_map(|entry| entry.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
         .collect();
@@ -133,8 +139,10 @@ fn load_cases(options: &Options) -> Result<Vec<Case>> {
             requests: vec![create_request(&file)?],
         });
     }
-    let corpus = yaml_files(&options.corpus).with_context(|| {
-        "the corpus is missing: set OS_PLACEMENT_CORPUS (or --corpus) to the directory of the corpus manifests"
+    let corpus = yaml_files(&options.corpus).map_err(|e| {
+        Error::Usage(format!(
+            "{e}: the corpus is missing: set OS_PLACEMENT_CORPUS (or --corpus) to the directory of the corpus manifests"
+        ))
     })?;
     cases.push(Case {
         id: "e".to_owned(),
@@ -166,10 +174,10 @@ fn check_outcomes(policy: &Policy, cases: &[Case]) -> Result<()> {
             let evaluation = policy.warm.validate(request, &policy.settings)?;
             let got = (evaluation.response.accepted, evaluation.patched());
             if got != (accepted, patched) {
-                bail!(
+                return Err(Error::Unexpected(format!(
                     "case ({}) {}: {} answered accepted={} patched={}, the bench expects accepted={accepted} patched={patched}: {}",
                     case.id, case.title, policy.name, got.0, got.1, evaluation.response.message()
-                );
+                )));
             }
         }
     }
@@ -215,27 +223,6 @@ fn answer(module: &PolicyModule, payload: &[u8]) -> std::result::Result<Vec<u8>,
         .instantiate()
         .and_then(|host| host.call("validate", payload))
         .map_err(|e| format!("{e:#}"))
-}
-
-#[derive(Clone, Copy)]
-struct Stats {
-    median: f64,
-    p99: f64,
-}
-
-/// Median and p99 in µs (nearest rank).
-fn stats(samples: &mut [Duration]) -> Stats {
-    samples.sort();
-    let at = |q: f64| {
-        let rank = ((q * samples.len() as f64).ceil() as usize).clamp(1, samples.len().max(1));
-        samples
-            .get(rank - 1)
-            .map_or(f64::NAN, |d| d.as_secs_f64() * 1e6)
-    };
-    Stats {
-        median: at(0.5),
-        p99: at(0.99),
-    }
 }
 
 /// Times every case on every policy in both modes, interleaved: each round
@@ -319,7 +306,9 @@ fn peak_memory(module: &PolicyModule, payload: &[u8]) -> Result<usize> {
     while !fits(high)? {
         high *= 2;
         if high > 65_536 {
-            bail!("no evaluation within 4 GiB of linear memory");
+            return Err(Error::Unexpected(
+                "no evaluation within 4 GiB of linear memory".to_owned(),
+            ));
         }
     }
     let mut low = 0; // does not fit
@@ -409,12 +398,12 @@ fn machine() -> String {
 }
 
 fn write_reviews(dir: &Path, cases: &[Case]) -> Result<()> {
-    std::fs::create_dir_all(dir)?;
+    std::fs::create_dir_all(dir).map_err(Error::io(dir))?;
     for case in cases.iter().filter(|c| c.requests.len() == 1) {
         for request in &case.requests {
             let path = dir.join(format!("{}.json", case.id));
-            std::fs::write(&path, serde_json::to_vec(&review_of(request))?)
-                .with_context(|| format!("cannot write {}", path.display()))?;
+            let review = serde_json::to_vec(&review_of(request)).unwrap_or_default();
+            std::fs::write(&path, review).map_err(Error::io(&path))?;
         }
     }
     println!("AdmissionReviews written to {}", dir.display());
@@ -425,11 +414,11 @@ fn load_policies(options: &Options) -> Result<(Vec<Policy>, Vec<PathBuf>)> {
     let settings = read_yaml(&options.settings)?;
     let mut paths = vec![options.floor.clone(), options.wasm.clone()];
     let mut policies = vec![
-        Policy::load("floor", &options.floor, json!({})).with_context(|| {
-            format!(
-                "the floor module {} (make bench builds it)",
+        Policy::load("floor", &options.floor, json!({})).map_err(|e| {
+            Error::Usage(format!(
+                "the floor module {} (make bench builds it): {e}",
                 options.floor.display()
-            )
+            ))
         })?,
         Policy::load("os-placement", &options.wasm, settings.clone())?,
     ];
@@ -498,7 +487,33 @@ fn run(options: &Options) -> Result<()> {
         })
         .collect::<Result<_>>()?;
 
-    for (policy, per_case) in policies.iter().zip(&payloads) {
+    note_guest_errors(&policies, &cases, &payloads);
+    let compile = compile_times(&paths)?;
+    let timings = time_cases(&policies, &cases, &payloads, options.rounds)?;
+    let containers = time_containers(&policies, (options.rounds / 10).max(5))?;
+    let memory = peak_memories(&policies, &payloads)?;
+
+    let measured = Measured {
+        compile,
+        timings,
+        containers,
+        memory,
+    };
+    print_report(options, &policies, &cases, &measured);
+    let report = json_report(options, &policies, &cases, &measured);
+    if let Some(dir) = options.json.parent() {
+        std::fs::create_dir_all(dir).map_err(Error::io(dir))?;
+    }
+    let text = serde_json::to_vec_pretty(&report).unwrap_or_default();
+    std::fs::write(&options.json, text).map_err(Error::io(&options.json))?;
+    println!("\nJSON: {}", options.json.display());
+    Ok(())
+}
+
+/// Says which policies answer some requests with a waPC error (a peer
+/// refusing a kind it does not parse); those answers are timed too.
+fn note_guest_errors(policies: &[Policy], cases: &[Case], payloads: &[Vec<Vec<Vec<u8>>>]) {
+    for (policy, per_case) in policies.iter().zip(payloads) {
         for (case, payloads) in cases.iter().zip(per_case) {
             let errors = payloads
                 .iter()
@@ -514,11 +529,12 @@ fn run(options: &Options) -> Result<()> {
             }
         }
     }
-    let compile = compile_times(&paths)?;
-    let timings = time_cases(&policies, &cases, &payloads, options.rounds)?;
-    let containers = time_containers(&policies, (options.rounds / 10).max(5))?;
-    let mut memory: Vec<Vec<usize>> = Vec::new();
-    for (policy, per_case) in policies.iter().zip(&payloads) {
+}
+
+/// Peak linear memory per policy and case: the largest over the case's requests.
+fn peak_memories(policies: &[Policy], payloads: &[Vec<Vec<Vec<u8>>>]) -> Result<Vec<Vec<usize>>> {
+    let mut memory = Vec::new();
+    for (policy, per_case) in policies.iter().zip(payloads) {
         let mut row = Vec::new();
         for payloads in per_case {
             let mut peak = 0;
@@ -529,31 +545,10 @@ fn run(options: &Options) -> Result<()> {
         }
         memory.push(row);
     }
-
-    let measured = Measured {
-        compile,
-        timings,
-        containers,
-        memory,
-    };
-    print_report(options, &policies, &cases, &measured);
-    let report = json_report(options, &policies, &cases, &measured);
-    if let Some(dir) = options.json.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    std::fs::write(&options.json, serde_json::to_vec_pretty(&report)?)
-        .with_context(|| format!("cannot write {}", options.json.display()))?;
-    println!("\nJSON: {}", options.json.display());
-    Ok(())
+    Ok(memory)
 }
 
 fn print_report(options: &Options, policies: &[Policy], cases: &[Case], measured: &Measured) {
-    let Measured {
-        compile,
-        timings,
-        containers,
-        memory,
-    } = measured;
     println!("machine: {}", machine());
     println!(
         "os-placement: {} with {}",
@@ -564,6 +559,14 @@ fn print_report(options: &Options, policies: &[Policy], cases: &[Case], measured
         "{} rounds, interleaved; times in µs per request: median, p99, median / floor's\n",
         options.rounds
     );
+    print_timings(policies, cases, &measured.timings);
+    println!();
+    print_sizes(policies, cases, measured);
+    print_containers(&measured.containers);
+}
+
+/// The timing table: one line per case and mode, one column per policy.
+fn print_timings(policies: &[Policy], cases: &[Case], timings: &[Vec<[Stats; 2]>]) {
     let mut header = format!("{:<44} {:<5}", "case", "mode");
     for p in policies {
         header.push_str(&format!(" | {:>21}", p.name));
@@ -589,9 +592,12 @@ fn print_report(options: &Options, policies: &[Policy], cases: &[Case], measured
             println!("{line}");
         }
     }
+}
+
+/// Module size, compile time and peak memory per case, each with its ratio to the floor's.
+fn print_sizes(policies: &[Policy], cases: &[Case], measured: &Measured) {
     let floor_size = policies.first().map_or(1, |p| p.module.size()) as f64;
-    let floor_compile = compile.first().copied().unwrap_or(f64::NAN);
-    println!();
+    let floor_compile = measured.compile.first().copied().unwrap_or(f64::NAN);
     let mut line = format!("{:<50}", "module size, bytes (x floor)");
     for p in policies {
         let size = p.module.size();
@@ -603,7 +609,7 @@ fn print_report(options: &Options, policies: &[Policy], cases: &[Case], measured
     }
     println!("{line}");
     let mut line = format!("{:<50}", "wasmtime compile, ms, median of 3 (x floor)");
-    for ms in compile {
+    for ms in &measured.compile {
         line.push_str(&format!(" | {:>12.1} {:>6.2}x", ms, ms / floor_compile));
     }
     println!("{line}");
@@ -612,6 +618,7 @@ fn print_report(options: &Options, policies: &[Policy], cases: &[Case], measured
             "{:<50}",
             format!("peak memory, KiB, fresh instance ({})", case.id)
         );
+        let memory = &measured.memory;
         let floor = memory.first().and_then(|m| m.get(ci)).copied().unwrap_or(1) as f64;
         for row in memory {
             let bytes = row.get(ci).copied().unwrap_or_default();
@@ -623,6 +630,10 @@ fn print_report(options: &Options, policies: &[Policy], cases: &[Case], measured
         }
         println!("{line}");
     }
+}
+
+/// Warm time per request and per container for each container count.
+fn print_containers(containers: &[Vec<f64>]) {
     println!("\ncontainers in a placed Windows Pod, warm: µs per request, µs per container");
     for (ni, n) in CONTAINER_COUNTS.iter().enumerate() {
         let mut line = format!("{:<50}", format!("{n} containers"));
@@ -719,7 +730,7 @@ fn main() -> ExitCode {
     match parse_args().and_then(|o| run(&o)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("os-placement-bench: {e:#}");
+            eprintln!("os-placement-bench: {e}");
             ExitCode::FAILURE
         }
     }

@@ -16,21 +16,16 @@ use os_placement_e2e::{wasm_path, PolicyHost, PolicyModule};
 
 /// The compiled policy module, shared by every test of this binary.
 pub fn module() -> &'static PolicyModule {
-    static MODULE: OnceLock<Result<PolicyModule, String>> = OnceLock::new();
-    let module = MODULE.get_or_init(|| {
+    static MODULE: OnceLock<PolicyModule> = OnceLock::new();
+    MODULE.get_or_init(|| {
         let path = wasm_path();
-        if !path.is_file() {
-            return Err(format!(
-                "policy module {} not found: run `make build` first (or point OS_PLACEMENT_WASM at a built module)",
-                path.display()
-            ));
-        }
-        PolicyModule::compile(&path).map_err(|e| format!("{e:#}"))
-    });
-    match module {
-        Ok(module) => module,
-        Err(message) => panic!("{message}"),
-    }
+        assert!(
+            path.is_file(),
+            "policy module {} not found: run `make build` first (or point OS_PLACEMENT_WASM at a built module)",
+            path.display()
+        );
+        PolicyModule::compile(&path).unwrap_or_else(|e| panic!("{e}"))
+    })
 }
 
 /// A fresh instance of the policy.

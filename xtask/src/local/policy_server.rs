@@ -6,12 +6,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration;
 
-use anyhow::{anyhow, Context, Result};
 use base64::Engine as _;
 use serde_json::{json, Value};
 
-use crate::http::{http, post_json, wait_until};
-use crate::registry::free_port;
+use super::http::{http, post_json, wait_until};
+use super::registry::free_port;
+use crate::error::{write, Error, Result};
 
 /// A running policy-server process.
 pub struct PolicyServer {
@@ -31,11 +31,26 @@ impl PolicyServer {
         policies: &Value,
         sources: Option<&Value>,
     ) -> Result<PolicyServer> {
+        Self::spawn_with(binary, dir, policies, sources, &[])
+    }
+
+    /// [`PolicyServer::spawn`] with more arguments (e.g. `--verification-path`).
+    pub fn spawn_with(
+        binary: &Path,
+        dir: &Path,
+        policies: &Value,
+        sources: Option<&Value>,
+        extra: &[&std::ffi::OsStr],
+    ) -> Result<PolicyServer> {
         let policies_path = dir.join("policies.yml");
-        std::fs::write(&policies_path, serde_json::to_vec(policies)?)?;
+        write(&policies_path, json_bytes(policies))?;
         let downloads = dir.join("downloads");
-        std::fs::create_dir_all(&downloads)?;
+        std::fs::create_dir_all(&downloads).map_err(Error::io(&downloads))?;
         let (port, probe) = (free_port()?, free_port()?);
+        let log = |name: &str| {
+            let path = dir.join(name);
+            std::fs::File::create(&path).map_err(Error::io(path))
+        };
         let mut command = Command::new(binary);
         command
             .arg("--policies")
@@ -49,16 +64,15 @@ impl PolicyServer {
             .env("HOME", dir)
             .env("XDG_CACHE_HOME", dir.join("cache"))
             .stdin(Stdio::null())
-            .stdout(std::fs::File::create(dir.join("policy-server.log"))?)
-            .stderr(std::fs::File::create(dir.join("policy-server.err"))?);
+            .stdout(log("policy-server.log")?)
+            .stderr(log("policy-server.err")?)
+            .args(extra);
         if let Some(sources) = sources {
             let path = dir.join("sources.json");
-            std::fs::write(&path, serde_json::to_vec(sources)?)?;
+            write(&path, json_bytes(sources))?;
             command.arg("--sources-path").arg(path);
         }
-        let child = command
-            .spawn()
-            .with_context(|| format!("cannot start {}", binary.display()))?;
+        let child = command.spawn().map_err(Error::io(binary))?;
         Ok(PolicyServer {
             child,
             port,
@@ -81,10 +95,10 @@ impl PolicyServer {
         if ready {
             Ok(())
         } else {
-            Err(anyhow!(
-                "policy-server not ready ({exited:?}):\n{}",
-                self.logs()
-            ))
+            Err(Error::Process {
+                what: "policy-server".to_owned(),
+                message: format!("not ready ({exited:?}):\n{}", self.logs()),
+            })
         }
     }
 
@@ -109,6 +123,11 @@ impl PolicyServer {
     pub fn validate(&self, id: &str, review: &Value) -> Result<Value> {
         post_json(self.port, &format!("/validate/{id}"), review)
     }
+}
+
+/// `value` as JSON bytes (a `Value` always serialises).
+fn json_bytes(value: &Value) -> Vec<u8> {
+    serde_json::to_vec(value).unwrap_or_default()
 }
 
 impl Drop for PolicyServer {

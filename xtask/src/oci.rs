@@ -7,7 +7,6 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use anyhow::{anyhow, bail, Context, Result};
 use base64::Engine as _;
 use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
 use oci_client::manifest::{OciImageManifest, WASM_CONFIG_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE};
@@ -16,6 +15,7 @@ use oci_client::{Client, Reference};
 use serde_json::Value;
 
 use crate::annotate::read_metadata;
+use crate::error::{Error, Result};
 
 /// The `org.opencontainers.image.source` manifest annotation.
 pub const OCI_SOURCE_ANNOTATION: &str = "org.opencontainers.image.source";
@@ -54,8 +54,10 @@ pub struct Pulled {
 /// Parses `registry://host[:port]/path[:tag][@digest]` or the same without the scheme.
 pub fn parse_reference(reference: &str) -> Result<Reference> {
     let bare = reference.strip_prefix("registry://").unwrap_or(reference);
-    bare.parse::<Reference>()
-        .with_context(|| format!("{reference:?} is not an OCI reference (host/path:tag)"))
+    bare.parse::<Reference>().map_err(|e| Error::Reference {
+        reference: reference.to_owned(),
+        message: e.to_string(),
+    })
 }
 
 /// The manifest annotations for a module's metadata, as kwctl writes them:
@@ -92,7 +94,7 @@ pub fn policy_manifest(
 }
 
 /// Plain HTTP for registries on this machine or when asked, HTTPS otherwise.
-fn client_for(reference: &Reference, options: &RegistryOptions) -> Client {
+pub fn client_config(reference: &Reference, options: &RegistryOptions) -> ClientConfig {
     let registry = reference.resolve_registry().to_owned();
     let host = registry
         .rsplit_once(':')
@@ -103,12 +105,16 @@ fn client_for(reference: &Reference, options: &RegistryOptions) -> Client {
     } else {
         ClientProtocol::Https
     };
-    Client::new(ClientConfig {
+    ClientConfig {
         protocol,
         connect_timeout: Some(std::time::Duration::from_secs(10)),
         read_timeout: Some(std::time::Duration::from_secs(60)),
         ..ClientConfig::default()
-    })
+    }
+}
+
+fn client_for(reference: &Reference, options: &RegistryOptions) -> Client {
+    Client::new(client_config(reference, options))
 }
 
 /// Credentials for `registry` from the docker config (`$DOCKER_CONFIG/config.json`
@@ -135,24 +141,41 @@ fn docker_config_auth(config: &Value, registry: &str) -> Option<RegistryAuth> {
     Some(RegistryAuth::Basic(user, password))
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime> {
+/// A single-threaded async runtime for one registry exchange.
+pub fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .context("cannot start the async runtime")
+        .map_err(Error::io("the async runtime"))
+}
+
+/// An [`Error::Registry`] for `image`.
+pub fn registry_error(
+    action: &'static str,
+    image: &Reference,
+) -> impl FnOnce(oci_client::errors::OciDistributionError) -> Error {
+    let reference = image.whole();
+    move |e| Error::Registry {
+        action,
+        reference,
+        message: format!("{e:#}"),
+    }
 }
 
 /// Pushes an annotated module to `reference` (a tag). Refuses a module without
 /// metadata, as kwctl does without `--force`.
 pub fn push(module: &[u8], reference: &str, options: &RegistryOptions) -> Result<Pushed> {
     let metadata = read_metadata(module)?.ok_or_else(|| {
-        anyhow!(
-            "cannot push a policy that is not annotated: run `os-placement-release annotate` first"
+        Error::Usage(
+            "cannot push a policy that is not annotated: run `cargo xtask annotate` first"
+                .to_owned(),
         )
     })?;
     let image = parse_reference(reference)?;
     if image.digest().is_some() {
-        bail!("{reference}: push to a tag, not a digest");
+        return Err(Error::Usage(format!(
+            "{reference}: push to a tag, not a digest"
+        )));
     }
     let (manifest, layer, config) = policy_manifest(module, manifest_annotations(&metadata));
     let client = client_for(&image, options);
@@ -161,16 +184,14 @@ pub fn push(module: &[u8], reference: &str, options: &RegistryOptions) -> Result
         client
             .push(&image, &[layer], config, &auth, Some(manifest.clone()))
             .await
-            .with_context(|| format!("cannot push to {}", image.whole()))?;
+            .map_err(registry_error("cannot push to", &image))?;
         client
             .fetch_manifest_digest(&image, &auth)
             .await
-            .with_context(|| {
-                format!(
-                    "pushed, but cannot read back the digest of {}",
-                    image.whole()
-                )
-            })
+            .map_err(registry_error(
+                "pushed, but cannot read back the digest of",
+                &image,
+            ))
     })?;
     Ok(Pushed {
         reference: format!("registry://{}@{digest}", image.whole()),
@@ -187,21 +208,21 @@ pub fn pull(reference: &str, options: &RegistryOptions) -> Result<Pulled> {
     let auth = registry_auth(image.resolve_registry());
     let data = runtime()?
         .block_on(client.pull(&image, &auth, vec![WASM_LAYER_MEDIA_TYPE]))
-        .with_context(|| format!("cannot pull {}", image.whole()))?;
-    let [layer] = <[ImageLayer; 1]>::try_from(data.layers).map_err(|layers| {
-        anyhow!(
-            "{}: {} layers where a policy has one",
-            image.whole(),
-            layers.len()
-        )
-    })?;
+        .map_err(registry_error("cannot pull", &image))?;
+    let refused = |message: String| Error::Registry {
+        action: "cannot pull",
+        reference: image.whole(),
+        message,
+    };
+    let [layer] = <[ImageLayer; 1]>::try_from(data.layers)
+        .map_err(|layers| refused(format!("{} layers where a policy has one", layers.len())))?;
     let manifest = data
         .manifest
-        .ok_or_else(|| anyhow!("{}: the registry returned no manifest", image.whole()))?;
+        .ok_or_else(|| refused("the registry returned no manifest".to_owned()))?;
     let digest = data.digest.unwrap_or_default();
     if let Some(wanted) = image.digest() {
         if wanted != digest {
-            bail!("{}: the registry served manifest {digest}", image.whole());
+            return Err(refused(format!("the registry served manifest {digest}")));
         }
     }
     Ok(Pulled {

@@ -6,7 +6,7 @@
 //! on the no-lookup pod for comparison.
 //!
 //! ```console
-//! cargo run --release -p os-placement-e2e --bin os-placement-lookup-bench -- \
+//! cargo run --release -p os-placement-bench --bin os-placement-lookup-bench -- \
 //!   --wasm target/wasm32-wasip1/release/os_placement_policy.opt.wasm [--baseline OLD.wasm] [--requests 300]
 //! ```
 
@@ -14,13 +14,17 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Context, Result};
+use os_placement_bench::stats::median_and_mean;
+use os_placement_bench::{Error, Result};
 use os_placement_e2e::capabilities::{Cluster, ContextHost, Registries};
 use os_placement_e2e::host::{HostCalls, NoCapabilities};
 use os_placement_e2e::images::push_standard_images;
-use os_placement_e2e::registry::LocalRegistry;
 use os_placement_e2e::{admission_request, repo_root, PolicyModule};
 use serde_json::{json, Value};
+use xtask::local::registry::LocalRegistry;
+
+const USAGE: &str =
+    "usage: os-placement-lookup-bench [--wasm PATH] [--baseline PATH] [--requests N]";
 
 struct Options {
     wasm: PathBuf,
@@ -36,14 +40,19 @@ fn options() -> Result<Options> {
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
-        let mut value = || args.next().ok_or_else(|| anyhow!("{arg} needs a value"));
+        let mut value = || {
+            args.next()
+                .ok_or_else(|| Error::Usage(format!("{arg} needs a value\n{USAGE}")))
+        };
         match arg.as_str() {
             "--wasm" => options.wasm = PathBuf::from(value()?),
             "--baseline" => options.baseline = Some(PathBuf::from(value()?)),
-            "--requests" => options.requests = value()?.parse().context("--requests")?,
-            _ => bail!(
-                "usage: os-placement-lookup-bench [--wasm PATH] [--baseline PATH] [--requests N]"
-            ),
+            "--requests" => {
+                options.requests = value()?
+                    .parse()
+                    .map_err(|e| Error::Usage(format!("--requests: {e}")))?
+            }
+            _ => return Err(Error::Usage(USAGE.to_owned())),
         }
     }
     Ok(options)
@@ -75,19 +84,29 @@ fn time(
             .validate(request, settings)?;
         times.push(started.elapsed());
         if !evaluation.response.accepted {
-            bail!("rejected: {}", evaluation.response.message());
+            return Err(Error::Unexpected(format!(
+                "rejected: {}",
+                evaluation.response.message()
+            )));
         }
     }
-    times.sort();
-    let median = times.get(times.len() / 2).copied().unwrap_or_default();
-    let total: Duration = times.iter().sum();
-    Ok((median, total / u32::try_from(times.len()).unwrap_or(1)))
+    Ok(median_and_mean(&mut times))
 }
 
-fn main() -> Result<()> {
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("os-placement-lookup-bench: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<()> {
     let options = options()?;
     let registry = LocalRegistry::start()?
-        .ok_or_else(|| anyhow!("docker-registry is needed for the lookup case"))?;
+        .ok_or_else(|| Error::Usage("docker-registry is needed for the lookup case".to_owned()))?;
     let images = push_standard_images(&registry.host())?;
     let context: Arc<dyn HostCalls> = Arc::new(
         ContextHost::new()

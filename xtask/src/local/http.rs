@@ -5,8 +5,9 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use anyhow::{anyhow, Context, Result};
 use serde_json::Value;
+
+use crate::error::{Error, Result};
 
 /// An HTTP response: status code, headers (lower-case names), body.
 #[derive(Debug)]
@@ -30,8 +31,10 @@ impl HttpResponse {
 
     /// The body as JSON.
     pub fn json(&self) -> Result<Value> {
-        serde_json::from_slice(&self.body)
-            .with_context(|| format!("body is not JSON: {}", String::from_utf8_lossy(&self.body)))
+        serde_json::from_slice(&self.body).map_err(|e| Error::Document {
+            what: "HTTP body".to_owned(),
+            message: format!("{e}: {}", String::from_utf8_lossy(&self.body)),
+        })
     }
 }
 
@@ -79,19 +82,25 @@ pub fn http(
 
 /// POSTs `body` as JSON and reads a 200 answer's body as JSON.
 pub fn post_json(port: u16, path: &str, body: &Value) -> Result<Value> {
+    let failed = |message: String| Error::Process {
+        what: format!("POST 127.0.0.1:{port}{path}"),
+        message,
+    };
+    let body = serde_json::to_vec(body).map_err(|e| failed(e.to_string()))?;
     let response = http(
         port,
         "POST",
         path,
         &[("Content-Type", "application/json")],
-        &serde_json::to_vec(body)?,
-    )?;
+        &body,
+    )
+    .map_err(|e| failed(e.to_string()))?;
     if response.status != 200 {
-        return Err(anyhow!(
-            "POST {path}: HTTP {}: {}",
+        return Err(failed(format!(
+            "HTTP {}: {}",
             response.status,
             String::from_utf8_lossy(&response.body)
-        ));
+        )));
     }
     response.json()
 }

@@ -1,20 +1,23 @@
 //! The annotated module, as `kwctl annotate -m metadata.yml -u README.md`
 //! writes it: the policy metadata as JSON in a wasm custom section named
-//! `io.kubewarden.metadata`, with `protocolVersion` asked from the module
-//! itself. policy-server refuses modules without it.
+//! `io.kubewarden.metadata`, with `protocolVersion`. policy-server refuses
+//! modules without it.
+//!
+//! kwctl asks the module for its protocol version by running it; this crate
+//! builds without a wasm runtime, so the version is given (`make
+//! annotated-policy.wasm` asks the module through the e2e host, and the e2e
+//! tests check the embedded value against the module's answer).
 //!
 //! Unlike kwctl (which re-encodes the whole module), every other section is
 //! copied byte for byte; an earlier metadata section is replaced.
 
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
 use serde_json::{Map, Value};
 use wasm_encoder::Section;
 use wasmparser::{Parser, Payload};
 
-use crate::cases::read_yaml;
-use crate::host::PolicyModule;
+use crate::error::{read, read_text, write, Error, Result};
 
 /// Name of the custom section holding the policy metadata.
 pub const METADATA_SECTION: &str = "io.kubewarden.metadata";
@@ -23,36 +26,42 @@ pub const USAGE_ANNOTATION: &str = "io.kubewarden.policy.usage";
 
 /// Reads `metadata.yml` and checks the fields policy-server relies on.
 pub fn load_metadata(path: &Path) -> Result<Map<String, Value>> {
-    let Value::Object(metadata) = read_yaml(path)? else {
-        bail!("{}: the metadata must be a YAML mapping", path.display());
+    let Value::Object(metadata) = crate::yaml::read(path)? else {
+        return Err(Error::Metadata(format!(
+            "{}: the metadata must be a YAML mapping",
+            path.display()
+        )));
     };
-    check_metadata(&metadata).with_context(|| format!("invalid metadata {}", path.display()))?;
+    check_metadata(&metadata)?;
     Ok(metadata)
 }
 
 /// The checks `kwctl annotate` makes before writing: rules present and well
 /// formed, `mutating` a boolean, annotations a map of strings.
 pub fn check_metadata(metadata: &Map<String, Value>) -> Result<()> {
+    let problem = |text: String| Err(Error::Metadata(text));
     let Some(rules) = metadata.get("rules").and_then(Value::as_array) else {
-        bail!("rules: a list of admission rules is required");
+        return problem("rules: a list of admission rules is required".to_owned());
     };
     for (i, rule) in rules.iter().enumerate() {
         for field in ["apiGroups", "apiVersions", "resources", "operations"] {
             let values = rule.get(field).and_then(Value::as_array);
             if !values.is_some_and(|v| !v.is_empty() && v.iter().all(Value::is_string)) {
-                bail!("rules[{i}].{field}: a non-empty list of strings is required");
+                return problem(format!(
+                    "rules[{i}].{field}: a non-empty list of strings is required"
+                ));
             }
         }
     }
     if !metadata.get("mutating").is_some_and(Value::is_boolean) {
-        bail!("mutating: true or false is required");
+        return problem("mutating: true or false is required".to_owned());
     }
     if let Some(annotations) = metadata.get("annotations") {
         let ok = annotations
             .as_object()
             .is_some_and(|a| a.values().all(Value::is_string));
         if !ok {
-            bail!("annotations: a map of string values is required");
+            return problem("annotations: a map of string values is required".to_owned());
         }
     }
     Ok(())
@@ -93,13 +102,6 @@ pub fn embedded_metadata(
     metadata
 }
 
-/// Asks the module for its protocol version through waPC (`protocol_version`).
-pub fn protocol_version(module: &[u8]) -> Result<String> {
-    let host = PolicyModule::from_bytes(module)?.instantiate()?;
-    host.protocol_version()
-        .context("cannot compute the protocol version used by the policy")
-}
-
 /// The bytes of `module` with `metadata` in the `io.kubewarden.metadata` custom
 /// section: every other section unchanged, an earlier metadata section dropped,
 /// the new one last.
@@ -109,13 +111,13 @@ pub fn annotate_bytes(module: &[u8], metadata: &Map<String, Value>) -> Result<Ve
     // to the end of its contents.
     let mut cursor = 0usize;
     for payload in Parser::new(0).parse_all(module) {
-        let payload = payload.context("not a valid wasm module")?;
+        let payload = payload.map_err(|e| Error::Module(e.to_string()))?;
         match &payload {
             Payload::Version {
                 encoding, range, ..
             } => {
                 if *encoding != wasmparser::Encoding::Module {
-                    bail!("a wasm component is not a Kubewarden policy module");
+                    return Err(Error::Module("a wasm component, not a module".to_owned()));
                 }
                 out.extend_from_slice(module.get(range.clone()).unwrap_or_default());
                 cursor = range.end;
@@ -129,7 +131,7 @@ pub fn annotate_bytes(module: &[u8], metadata: &Map<String, Value>) -> Result<Ve
         };
         let whole = module
             .get(cursor..range.end)
-            .context("section outside the module")?;
+            .ok_or_else(|| Error::Module("a section outside the module".to_owned()))?;
         cursor = range.end;
         let replaced =
             matches!(&payload, Payload::CustomSection(c) if c.name() == METADATA_SECTION);
@@ -137,7 +139,7 @@ pub fn annotate_bytes(module: &[u8], metadata: &Map<String, Value>) -> Result<Ve
             out.extend_from_slice(whole);
         }
     }
-    let json = serde_json::to_vec(metadata)?;
+    let json = serde_json::to_vec(metadata).map_err(|e| Error::Module(e.to_string()))?;
     wasm_encoder::CustomSection {
         name: METADATA_SECTION.into(),
         data: json.into(),
@@ -149,10 +151,13 @@ pub fn annotate_bytes(module: &[u8], metadata: &Map<String, Value>) -> Result<Ve
 /// The metadata embedded in `module`, if any.
 pub fn read_metadata(module: &[u8]) -> Result<Option<Value>> {
     for payload in Parser::new(0).parse_all(module) {
-        if let Payload::CustomSection(section) = payload.context("not a valid wasm module")? {
+        if let Payload::CustomSection(section) =
+            payload.map_err(|e| Error::Module(e.to_string()))?
+        {
             if section.name() == METADATA_SECTION {
-                let metadata = serde_json::from_slice(section.data())
-                    .context("the io.kubewarden.metadata section is not JSON")?;
+                let metadata = serde_json::from_slice(section.data()).map_err(|e| {
+                    Error::Module(format!("the {METADATA_SECTION} section is not JSON: {e}"))
+                })?;
                 return Ok(Some(metadata));
             }
         }
@@ -160,25 +165,27 @@ pub fn read_metadata(module: &[u8]) -> Result<Option<Value>> {
     Ok(None)
 }
 
+/// What `annotate` reads and writes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnnotateFiles<'a> {
+    /// The policy module.
+    pub wasm: &'a Path,
+    /// `metadata.yml`.
+    pub metadata: &'a Path,
+    /// The usage text (the README), if any.
+    pub usage: Option<&'a Path>,
+    /// Where the annotated module goes.
+    pub output: &'a Path,
+}
+
 /// `annotate` end to end: reads the module, the metadata and the usage file,
-/// asks the module its protocol version, writes the annotated module.
-pub fn annotate_file(
-    wasm: &Path,
-    metadata_path: &Path,
-    usage_path: Option<&Path>,
-    output: &Path,
-) -> Result<Value> {
-    let module =
-        std::fs::read(wasm).with_context(|| format!("cannot read module {}", wasm.display()))?;
-    let metadata = load_metadata(metadata_path)?;
-    let usage = usage_path
-        .map(|p| std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display())))
-        .transpose()?;
-    let protocol = protocol_version(&module)?;
-    let embedded = embedded_metadata(metadata, &protocol, usage.as_deref());
-    let annotated = annotate_bytes(&module, &embedded)?;
-    std::fs::write(output, &annotated)
-        .with_context(|| format!("cannot write {}", output.display()))?;
+/// writes the annotated module, returns the embedded metadata.
+pub fn annotate_file(files: &AnnotateFiles, protocol_version: &str) -> Result<Value> {
+    let module = read(files.wasm)?;
+    let metadata = load_metadata(files.metadata)?;
+    let usage = files.usage.map(read_text).transpose()?;
+    let embedded = embedded_metadata(metadata, protocol_version, usage.as_deref());
+    write(files.output, annotate_bytes(&module, &embedded)?)?;
     Ok(Value::Object(embedded))
 }
 

@@ -6,7 +6,11 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::repo_root;
+use super::repo_root;
+use crate::error::Error;
+
+/// A program or data set, or `None` after a visible skip.
+pub type Found = Result<Option<PathBuf>, Error>;
 
 /// Where kwctl and policy-server are looked for.
 pub fn kubewarden_dir() -> PathBuf {
@@ -21,12 +25,12 @@ pub fn in_ci() -> bool {
     std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false")
 }
 
-/// What to do about a missing program: `Err` under CI, else `Ok(None)` after
-/// printing a visible skip line on stderr.
-fn missing(what: &str, how: &str) -> Result<Option<PathBuf>, String> {
+/// What to do about a missing program or data set: `Err` under CI, else
+/// `Ok(None)` after printing a visible skip line on stderr.
+pub fn missing(what: &str, how: &str) -> Found {
     let message = format!("{what} not found ({how})");
     if in_ci() {
-        Err(format!("{message}; CI must provide it"))
+        Err(Error::Missing(format!("{message}; CI must provide it")))
     } else {
         // Straight to stderr: the test harness captures `eprintln!` of passing tests.
         use std::io::Write;
@@ -35,14 +39,15 @@ fn missing(what: &str, how: &str) -> Result<Option<PathBuf>, String> {
     }
 }
 
-fn executable(path: &Path) -> bool {
+/// True for an executable file.
+pub fn executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     path.metadata()
         .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// `kwctl` or `policy-server` from [`kubewarden_dir`].
-pub fn kubewarden_tool(name: &str) -> Result<Option<PathBuf>, String> {
+pub fn kubewarden_tool(name: &str) -> Found {
     let path = kubewarden_dir().join(name);
     if executable(&path) {
         Ok(Some(path))
@@ -55,7 +60,7 @@ pub fn kubewarden_tool(name: &str) -> Result<Option<PathBuf>, String> {
 }
 
 /// The registry server: `$DOCKER_REGISTRY_BIN`, else `docker-registry` on the PATH.
-pub fn registry_server() -> Result<Option<PathBuf>, String> {
+pub fn registry_server() -> Found {
     if let Some(path) = std::env::var_os("DOCKER_REGISTRY_BIN").filter(|p| !p.is_empty()) {
         let path = PathBuf::from(path);
         return if executable(&path) {
@@ -75,19 +80,5 @@ pub fn registry_server() -> Result<Option<PathBuf>, String> {
             "docker-registry",
             "install the Debian package docker-registry (`make deps` does)",
         ),
-    }
-}
-
-/// The corpus of real manifests ([`crate::corpus_dir`]), when its SOURCES.md is there.
-pub fn corpus() -> Result<Option<PathBuf>, String> {
-    let dir = crate::corpus_dir();
-    if dir.join("SOURCES.md").is_file() {
-        Ok(Some(dir))
-    } else {
-        missing(
-            &format!("corpus {}", dir.display()),
-            "set OS_PLACEMENT_CORPUS to the directory holding SOURCES.md and the manifests",
-        )
-        .map(|_| None)
     }
 }
