@@ -100,7 +100,8 @@ fn private_images_with_no_hint_are_placed_by_their_platforms() {
         &with(settings, json!({"imageLookup": "off"})),
     );
     assert!(!evaluation.patched());
-    assert!(host.take_calls().is_empty());
+    // No image is looked up; the Node list (nodeInventory auto) still is.
+    assert!(oci_calls(&host.take_calls()).is_empty());
 }
 
 #[test]
