@@ -99,6 +99,8 @@ pub enum Preset {
     Gke,
     /// Azure AKS.
     Aks,
+    /// Rancher/RKE2, Linux nodes tainted cattle.io/os=linux:NoSchedule.
+    Rke2,
 }
 
 impl Preset {
@@ -107,6 +109,7 @@ impl Preset {
             Preset::Eks => "eks",
             Preset::Gke => "gke",
             Preset::Aks => "aks",
+            Preset::Rke2 => "rke2",
         }
     }
 }

@@ -35,6 +35,7 @@ fn preset_text(preset: Preset) -> &'static str {
         Preset::Eks => include_str!("../../examples/settings/eks.yaml"),
         Preset::Gke => include_str!("../../examples/settings/gke.yaml"),
         Preset::Aks => include_str!("../../examples/settings/aks.yaml"),
+        Preset::Rke2 => include_str!("../../examples/settings/rke2.yaml"),
     }
 }
 
@@ -129,7 +130,7 @@ mod tests {
 
     #[test]
     fn presets_are_valid_settings() {
-        for preset in [Preset::Eks, Preset::Gke, Preset::Aks] {
+        for preset in [Preset::Eks, Preset::Gke, Preset::Aks, Preset::Rke2] {
             let settings = load_settings(&SettingsSource::Preset(preset));
             assert!(settings.is_ok(), "{preset:?}: {settings:?}");
         }
