@@ -5,9 +5,15 @@
 
 #![deny(missing_docs)]
 
+mod pools;
 mod run;
+mod settings_text;
 
+pub use pools::{facts_with_nodes, node_objects, read_pools};
 pub use run::{run, DocumentResult, InputError, Inputs, Landing, Outcome};
+pub use settings_text::{set_key, SetKeyError};
+
+use os_placement_core::Settings;
 
 use wasm_bindgen::prelude::wasm_bindgen;
 
@@ -22,6 +28,8 @@ pub fn start() {
 /// `{"status": "invalid-input", "errors": [...]}`. `facts` is optional (the
 /// page may call with five arguments): what the cluster and registries
 /// hold, as for the CLI's `--facts`; empty or absent means no lookups.
+/// `pools_are_nodes` (optional, false when absent): the node pools are the
+/// cluster's Nodes, the node inventory the policy reads.
 #[wasm_bindgen]
 pub fn evaluate(
     object: &str,
@@ -30,6 +38,7 @@ pub fn evaluate(
     old_object: &str,
     pools: &str,
     facts: Option<String>,
+    pools_are_nodes: Option<bool>,
 ) -> String {
     let outcome = run(&Inputs {
         object,
@@ -38,6 +47,7 @@ pub fn evaluate(
         old_object,
         pools,
         facts: facts.as_deref().unwrap_or(""),
+        pools_are_nodes: pools_are_nodes.unwrap_or(false),
     });
     serde_json::to_string(&outcome).unwrap_or_else(|e| {
         serde_json::json!({"status": "invalid-input", "errors": [
@@ -64,4 +74,39 @@ pub fn yaml_to_json(text: &str) -> String {
 #[wasm_bindgen]
 pub fn engine_version() -> String {
     env!("CARGO_PKG_VERSION").to_string()
+}
+
+/// The build of the rule engine: the crate version and the `git describe`
+/// of the source it was built from (`OS_PLACEMENT_GIT_DESCRIBE` at build
+/// time, `unknown` without it), e.g. `0.1.0+v0.1.0-4-g1a2b3c4`. Share links
+/// and exported workspaces carry it, so the page can say when a link was
+/// made with another engine.
+#[wasm_bindgen]
+pub fn engine_build() -> String {
+    let source = option_env!("OS_PLACEMENT_GIT_DESCRIBE").unwrap_or("unknown");
+    format!("{}+{source}", env!("CARGO_PKG_VERSION"))
+}
+
+/// Every settings key with its shape, default and meaning, as JSON (the
+/// one settings declaration, `Settings::schema()`): the page builds its
+/// settings form from it.
+#[wasm_bindgen]
+pub fn settings_schema() -> String {
+    serde_json::to_string(&Settings::schema()).unwrap_or_else(|_| "[]".to_string())
+}
+
+/// The settings text with top-level `key` set to `value` (JSON), every
+/// other byte kept: `{"ok": text}` or `{"error": {"message", "line",
+/// "column"}}` (see [`set_key`]).
+#[wasm_bindgen]
+pub fn settings_set(text: &str, key: &str, value: &str) -> String {
+    let result = match set_key(text, key, value) {
+        Ok(text) => serde_json::json!({ "ok": text }),
+        Err(e) => serde_json::json!({ "error": {
+            "message": e.to_string(),
+            "line": e.text_error().at.line,
+            "column": e.text_error().at.column,
+        }}),
+    };
+    result.to_string()
 }

@@ -2,12 +2,14 @@
 //! The door reads the texts and answers each object; this only adds what
 //! the page shows besides (YAML before and after, the landing picture).
 
-use os_placement_core::{landing, pools_from_value, Node as Pool, Settings, SignalReport};
+use os_placement_core::{landing, needs_request, Needs, Node as Pool, Settings, SignalReport};
 use os_placement_door::emit::{ordered_like, to_yaml};
 use os_placement_door::{
-    evaluate, objects, read_one, read_settings, read_stream, Answer, Finding, Found, HostFacts,
-    Located, Node, Options, Position, SettingsTextError, Subject, TextError, Verdict,
+    evaluate, objects, read_one, read_settings, read_stream, request_for, Answer, Finding, Found,
+    HostFacts, Located, Node, Options, Position, SettingsTextError, Subject, TextError, Verdict,
 };
+
+use crate::pools::{facts_with_nodes, read_pools};
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -25,8 +27,12 @@ pub struct Inputs<'a> {
     pub old_object: &'a str,
     /// Node pools for the landing picture; empty for none.
     pub pools: &'a str,
-    /// What the cluster and registries hold (a facts file); empty: no lookups.
+    /// What the cluster and registries hold (a facts file); empty: no
+    /// lookups, unless the pools are the nodes.
     pub facts: &'a str,
+    /// The node pools are the cluster's Nodes: the policy's lookups are
+    /// answered from the facts, and the Node list from the pools.
+    pub pools_are_nodes: bool,
 }
 
 /// The tagged result.
@@ -40,6 +46,8 @@ pub enum Outcome {
         /// Problems with the node pools; the landing picture is then absent.
         #[serde(rename = "poolErrors")]
         pool_errors: Vec<InputError>,
+        /// The node pools as read (from pools or Node objects).
+        pools: Vec<Pool>,
     },
     /// The texts could not be read; nothing was evaluated.
     InvalidInput {
@@ -125,6 +133,9 @@ pub struct DocumentResult {
     pub mutated_object: Option<Value>,
     /// Where its pods land on the node pools, when pools were given.
     pub landing: Option<Landing>,
+    /// What the policy looks up for it in the cluster and registries (for
+    /// a skipped object, nothing: the policy is not asked).
+    pub lookups: Option<Needs>,
 }
 
 /// Where an object's pods land on each node pool.
@@ -142,7 +153,12 @@ pub fn run(inputs: &Inputs<'_>) -> Outcome {
     let settings = read_page_settings(inputs.settings, &mut errors);
     let subjects = read_subjects(inputs.object, &mut errors);
     let old = read_old_object(inputs.old_object, &mut errors);
-    let facts = read_facts(inputs.facts, &mut errors);
+    let mut pool_errors = Vec::new();
+    let pools = read_pools(inputs.pools, &mut pool_errors);
+    let nodes = inputs
+        .pools_are_nodes
+        .then(|| pools.as_deref().unwrap_or_default());
+    let facts = read_facts(inputs.facts, nodes, &mut errors);
     let operation = operation(inputs.operation, &mut errors);
     let (Some(settings), Some(subjects), Some(operation)) = (settings, subjects, operation) else {
         return Outcome::InvalidInput { errors };
@@ -150,8 +166,6 @@ pub fn run(inputs: &Inputs<'_>) -> Outcome {
     if !errors.is_empty() {
         return Outcome::InvalidInput { errors };
     }
-    let mut pool_errors = Vec::new();
-    let pools = read_pools(inputs.pools, &mut pool_errors);
     let options = Options {
         settings: &settings,
         operation,
@@ -162,13 +176,19 @@ pub fn run(inputs: &Inputs<'_>) -> Outcome {
         .iter()
         .enumerate()
         .map(|(index, subject)| {
-            let answer = evaluate(&options.call(subject));
-            document_result(index, subject, answer, &settings, pools.as_deref())
+            let call = options.call(subject);
+            let answer = evaluate(&call);
+            let lookups = (answer.verdict != Verdict::Skipped)
+                .then(|| needs_request(&request_for(&call), &settings));
+            let mut result = document_result(index, subject, answer, &settings, pools.as_deref());
+            result.lookups = lookups;
+            result
         })
         .collect();
     Outcome::Evaluated {
         documents,
         pool_errors,
+        pools: pools.unwrap_or_default(),
     }
 }
 
@@ -219,6 +239,7 @@ fn document_result(
         warning_lines: answer.warning_lines,
         signals: answer.signals,
         mutated_object: answer.mutated_object,
+        lookups: None,
     }
 }
 
@@ -284,11 +305,19 @@ fn read_old_object(text: &str, errors: &mut Vec<InputError>) -> Option<Value> {
     }
 }
 
-fn read_facts(text: &str, errors: &mut Vec<InputError>) -> Option<HostFacts> {
-    if text.trim().is_empty() {
-        return None;
-    }
-    match HostFacts::read(text) {
+/// The facts file, with the pools as the cluster's Nodes when `nodes` is
+/// given; `None` (no lookups) when there is neither.
+fn read_facts(
+    text: &str,
+    nodes: Option<&[Pool]>,
+    errors: &mut Vec<InputError>,
+) -> Option<HostFacts> {
+    let text = match nodes {
+        Some(nodes) => facts_with_nodes(text, nodes),
+        None if text.trim().is_empty() => return None,
+        None => text.to_string(),
+    };
+    match HostFacts::read(&text) {
         Ok(facts) => Some(facts),
         Err(e) => {
             errors.push(InputError::text("facts", e));
@@ -337,30 +366,6 @@ fn read_page_settings(text: &str, errors: &mut Vec<InputError>) -> Option<Settin
                     at,
                 });
             }
-            None
-        }
-    }
-}
-
-fn read_pools(text: &str, errors: &mut Vec<InputError>) -> Option<Vec<Pool>> {
-    let root = match read_one(text) {
-        Ok(root) => root?,
-        Err(e) => {
-            errors.push(InputError::text("pools", e));
-            return None;
-        }
-    };
-    // A preset file may carry its pools under `pools:`.
-    let list = root.get("pools").unwrap_or(&root);
-    match pools_from_value(&list.to_json()) {
-        Ok(pools) => Some(pools),
-        Err(problems) => {
-            errors.extend(problems.into_iter().map(|d| InputError {
-                input: "pools",
-                at: list.locate(&d.path),
-                message: format!("{}: {}", d.path, d.message),
-                path: Some(d.path),
-            }));
             None
         }
     }

@@ -1,47 +1,17 @@
-//! The playground gives the verdict the cluster gives: every example case
-//! and every corpus manifest through the playground adapter (natively)
-//! and through the built policy `.wasm` in wasmtime (as policy-server runs
-//! it), comparing verdict, message, warnings and the resulting object.
-//!
-//! The module is `$OS_PLACEMENT_WASM` (set by `make test`), else the
-//! default build path; the corpus `$OS_PLACEMENT_CORPUS`, else
-//! `../shared/corpus` from the repository root.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
+//! The playground gives the verdict the cluster gives, without facts: every
+//! example case and every corpus manifest, with image lookups off in the
+//! module (the playground without facts looks nothing up).
 
-use std::path::Path;
-
-use os_placement_e2e::{
-    admission_request, corpus_dir, load_cases, repo_root, wasm_path, PolicyHost, PolicyModule,
-};
+use os_placement_e2e::{admission_request, corpus_dir, load_cases, repo_root, PolicyHost};
 use os_placement_playground::{run, Inputs, Outcome};
 use serde_json::{json, Value};
 
+use crate::support::{as_json, differences, module, read};
+
 fn host() -> PolicyHost {
-    let path = wasm_path();
-    assert!(
-        path.is_file(),
-        "policy module {} not found: run `make build` or set OS_PLACEMENT_WASM",
-        path.display()
-    );
-    PolicyModule::compile(&path)
-        .and_then(|m| m.instantiate())
-        .unwrap_or_else(|e| panic!("cannot load {}: {e:#}", path.display()))
-}
-
-fn read(path: &Path) -> String {
-    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-/// The first document of a YAML text, read by the playground's reader.
-fn as_json(text: &str) -> Value {
-    let parsed: Value = serde_json::from_str(&os_placement_playground::yaml_to_json(text)).unwrap();
-    assert!(parsed.get("error").is_none(), "not YAML: {parsed}");
-    parsed["ok"].clone()
+    module()
+        .instantiate()
+        .unwrap_or_else(|e| panic!("cannot instantiate the module: {e:#}"))
 }
 
 /// Compares one object; returns the differences.
@@ -53,15 +23,14 @@ fn compare(
 ) -> Vec<String> {
     let object = as_json(inputs.object);
     let old = (!inputs.old_object.is_empty()).then(|| as_json(inputs.old_object));
-    let settings = if inputs.settings.is_empty() {
+    let mut settings = if inputs.settings.is_empty() {
         json!({})
     } else {
         as_json(inputs.settings)
     };
     let request = admission_request(&object, inputs.operation, old.as_ref(), sub_resource);
-    // The playground has no registry or cluster: the module, with image
+    // The playground has no registry or cluster here: the module, with image
     // lookups off, asks the host for none.
-    let mut settings = settings;
     if let Some(map) = settings.as_object_mut() {
         map.insert("imageLookup".into(), "off".into());
     }
@@ -77,45 +46,14 @@ fn compare(
     let Some(doc) = documents.first() else {
         return vec![format!("{label}: no document")];
     };
-    let mut diffs = Vec::new();
-    let response = &policy.response;
-    if doc.accepted != response.accepted {
-        diffs.push(format!(
-            "{label}: accepted {} vs policy {}",
-            doc.accepted, response.accepted
-        ));
-    }
-    if doc.message.as_deref() != response.message.as_deref() {
-        diffs.push(format!(
-            "{label}: message {:?} vs policy {:?}",
-            doc.message, response.message
-        ));
-    }
     // A RuntimeClass lookup the test host cannot answer warns in the module only.
-    let module_warnings: Vec<String> = response
-        .warnings()
-        .iter()
-        .filter(|w| !w.contains("could not be read from the cluster"))
-        .cloned()
-        .collect();
-    if doc.warning_lines != module_warnings {
-        diffs.push(format!(
-            "{label}: warnings {:?} vs policy {:?}",
-            doc.warning_lines,
-            response.warnings()
-        ));
-    }
-    if doc.mutated_object != response.mutated_object {
-        diffs.push(format!("{label}: mutated object differs from the policy's"));
-    }
-    // The playground's patch, applied, gives the policy's object.
-    let mut patched = object.clone();
-    let patch: json_patch::Patch = serde_json::from_value(doc.patch.clone()).unwrap();
-    json_patch::patch(&mut patched, &patch).unwrap();
-    if &patched != policy.resulting_object(&object) {
-        diffs.push(format!("{label}: patch does not give the policy's object"));
-    }
-    diffs
+    differences(
+        label,
+        doc,
+        &policy,
+        &object,
+        Some("could not be read from the cluster"),
+    )
 }
 
 #[test]
@@ -142,8 +80,7 @@ fn examples_match_the_policy() {
             settings: &settings,
             operation: &case.operation,
             old_object: &old,
-            pools: "",
-            facts: "",
+            ..Inputs::default()
         };
         diffs.extend(compare(
             &case.name,
@@ -197,4 +134,38 @@ fn corpus_matches_the_policy() {
         diffs.extend(compare(&file.display().to_string(), &host, &inputs, None));
     }
     assert!(diffs.is_empty(), "{}", diffs.join("\n"));
+}
+
+/// Without facts, nothing is looked up; the pools alone change no answer.
+#[test]
+fn pools_without_facts_look_nothing_up() {
+    let object = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: a, image: registry.example.com/corp/app:1}]\n";
+    let pools = "- {name: win, os: windows, build: \"10.0.20348\"}\n";
+    let answer = |pools_are_nodes: bool| -> Value {
+        serde_json::to_value(run(&Inputs {
+            object,
+            operation: "CREATE",
+            pools,
+            pools_are_nodes,
+            ..Inputs::default()
+        }))
+        .unwrap()
+    };
+    let without = answer(false);
+    assert_eq!(
+        without["documents"][0]["warningLines"],
+        json!([]),
+        "{without}"
+    );
+    assert_eq!(without["pools"][0]["name"], "win");
+    // The pools as the cluster's Nodes: the image lookup fails (no facts for
+    // it) and the only node is Windows while the pod defaults to Linux.
+    let with = answer(true);
+    let warnings = with["documents"][0]["warningLines"].to_string();
+    assert!(
+        warnings.contains("registry.example.com/corp/app:1"),
+        "{with}"
+    );
+    assert!(warnings.contains("no node"), "{with}");
+    assert_eq!(with["documents"][0]["lookups"]["nodes"], true);
 }

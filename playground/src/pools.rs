@@ -1,0 +1,227 @@
+//! The node pools of the page: a list of pools (`{name, os, build, labels,
+//! taints}`), or Nodes as `kubectl get nodes -o yaml` prints them. They
+//! draw the landing picture and, when the page says so, they are the
+//! cluster's node inventory: written out as Node objects and read back by
+//! the door's facts reader, the path a Node list from a cluster takes.
+
+use os_placement_core::{host_answers, pools_from_value, Node as Pool};
+use os_placement_door::{read_stream, Data, Node, TextError};
+use serde_json::{json, Map, Value};
+
+use crate::run::InputError;
+
+/// The labels the kubelet sets on every node, from the node's own fields.
+const OS_LABEL: &str = "kubernetes.io/os";
+const ARCH_LABEL: &str = "kubernetes.io/arch";
+const WINDOWS_BUILD_LABEL: &str = "node.kubernetes.io/windows-build";
+
+const EXPECTED: &str = "node pools are a list of {name, os, build, labels, taints} (or a preset's pools:), or Nodes as kubectl get nodes -o yaml prints them";
+
+/// Reads the pools text; `None` when it holds none or has problems (each
+/// pushed to `errors`, input `pools`).
+pub fn read_pools(text: &str, errors: &mut Vec<InputError>) -> Option<Vec<Pool>> {
+    let mut pools = Vec::new();
+    let before = errors.len();
+    for document in read_stream(text) {
+        match document {
+            Ok(document) => read_document(&document.root, &mut pools, errors),
+            Err(broken) => errors.push(text_error(broken.error)),
+        }
+    }
+    (errors.len() == before && !pools.is_empty()).then_some(pools)
+}
+
+fn read_document(root: &Node, pools: &mut Vec<Pool>, errors: &mut Vec<InputError>) {
+    if matches!(root.data, Data::Null) {
+        return;
+    }
+    if root.get("kind").is_some() {
+        return read_node_objects(root, "document", pools, errors);
+    }
+    // A preset file may carry its pools under `pools:`.
+    let list = root.get("pools").unwrap_or(root);
+    match pools_from_value(&list.to_json()) {
+        Ok(found) => pools.extend(found),
+        Err(problems) => errors.extend(problems.into_iter().map(|d| InputError {
+            input: "pools",
+            at: list.locate(&d.path),
+            message: if d.path.is_empty() {
+                format!("{}: {EXPECTED}", d.message)
+            } else {
+                format!("{}: {}", d.path, d.message)
+            },
+            path: Some(d.path),
+        })),
+    }
+}
+
+/// A Node, or a list of Nodes, read as the policy reads a Node list.
+fn read_node_objects(node: &Node, what: &str, pools: &mut Vec<Pool>, errors: &mut Vec<InputError>) {
+    let kind = node.text("kind").unwrap_or("");
+    match (kind, node.get("items").map(|items| &items.data)) {
+        ("Node", _) => pools.push(host_answers::node(&node.to_json())),
+        (kind, Some(Data::Seq(items))) if kind.ends_with("List") => {
+            for (i, item) in items.iter().enumerate() {
+                read_node_objects(item, &format!("items[{i}]"), pools, errors);
+            }
+        }
+        (kind, _) => errors.push(InputError {
+            input: "pools",
+            path: None,
+            message: format!("{what} is a {kind}: {EXPECTED}"),
+            at: node.span.at,
+        }),
+    }
+}
+
+fn text_error(error: TextError) -> InputError {
+    InputError {
+        input: "pools",
+        path: None,
+        message: error.message,
+        at: error.at,
+    }
+}
+
+/// The pools as the Node objects a cluster would list: one Node per pool,
+/// with the labels the kubelet sets (`kubernetes.io/os`,
+/// `kubernetes.io/arch`, `node.kubernetes.io/windows-build`) and its taints.
+pub fn node_objects(pools: &[Pool]) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": pools.iter().map(node_object).collect::<Vec<_>>(),
+    })
+}
+
+fn node_object(pool: &Pool) -> Value {
+    let mut labels: Map<String, Value> = pool
+        .labels
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect();
+    let from_fields = [
+        (OS_LABEL, pool.os.as_ref()),
+        (ARCH_LABEL, pool.architecture.as_ref()),
+        (WINDOWS_BUILD_LABEL, pool.windows_build.as_ref()),
+    ];
+    for (key, value) in from_fields {
+        if let Some(value) = value {
+            labels
+                .entry(key)
+                .or_insert_with(|| Value::String(value.clone()));
+        }
+    }
+    let mut node_info = Map::new();
+    if let Some(os) = &pool.os {
+        node_info.insert("operatingSystem".into(), json!(os));
+    }
+    if let Some(architecture) = &pool.architecture {
+        node_info.insert("architecture".into(), json!(architecture));
+    }
+    json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": pool.name, "labels": labels},
+        "spec": {"taints": pool.taints},
+        "status": {"nodeInfo": node_info},
+    })
+}
+
+/// The facts text with the pools added as the cluster's Nodes: the
+/// facts as written, then one more document listing the Nodes (lines of
+/// the written facts keep their numbers).
+pub fn facts_with_nodes(facts: &str, pools: &[Pool]) -> String {
+    let nodes = node_objects(pools).to_string();
+    if facts.trim().is_empty() {
+        nodes
+    } else {
+        format!("{facts}\n---\n{nodes}\n")
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+mod tests {
+    use super::*;
+    use os_placement_core::{Needs, NodeFacts};
+    use os_placement_door::HostFacts;
+
+    const POOLS: &str = "- name: linux\n  os: linux\n  labels: {kubernetes.io/arch: arm64}\n  taints: [{key: cattle.io/os, value: linux, effect: NoSchedule}]\n- name: win\n  os: windows\n  build: \"10.0.20348\"\n";
+
+    /// `kubectl get nodes -o yaml` output, trimmed to what it always carries
+    /// (core/v1 Node: the kubelet's well-known labels, taints, nodeInfo).
+    const KUBECTL_NODES: &str = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata:\n    name: aks-win22-1\n    labels:\n      kubernetes.io/os: windows\n      kubernetes.io/arch: amd64\n      node.kubernetes.io/windows-build: 10.0.20348\n  spec: {}\n  status:\n    nodeInfo: {operatingSystem: windows, architecture: amd64, kernelVersion: 10.0.20348.2700}\nmetadata:\n  resourceVersion: \"\"\n";
+
+    fn read(text: &str) -> Result<Vec<Pool>, Vec<InputError>> {
+        let mut errors = Vec::new();
+        let pools = read_pools(text, &mut errors);
+        match pools {
+            Some(pools) if errors.is_empty() => Ok(pools),
+            _ => Err(errors),
+        }
+    }
+
+    #[test]
+    fn pools_and_kubectl_nodes_are_both_read() {
+        let pools = read(POOLS).unwrap();
+        assert_eq!(pools.len(), 2);
+        assert_eq!(
+            pools[1].build().map(|b| b.to_string()).as_deref(),
+            Some("10.0.20348")
+        );
+        let nodes = read(KUBECTL_NODES).unwrap();
+        assert_eq!(nodes.len(), 1);
+        assert_eq!(nodes[0].name, "aks-win22-1");
+        assert!(nodes[0].is_windows());
+        assert_eq!(nodes[0].architecture.as_deref(), Some("amd64"));
+    }
+
+    #[test]
+    fn what_is_not_a_pool_or_a_node_is_named_at_its_line() {
+        let errors = read("apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Pod}\n")
+            .unwrap_err();
+        assert_eq!(errors[0].at.line, 4, "{errors:?}");
+        assert!(
+            errors[0].message.starts_with("items[0] is a Pod"),
+            "{errors:?}"
+        );
+        let errors = read("- name: a\n  os: plan9\n").unwrap_err();
+        assert_eq!(
+            (errors[0].path.as_deref(), errors[0].at.line),
+            (Some("[0].os"), 2)
+        );
+        let errors = read("just: text\n").unwrap_err();
+        assert!(
+            errors[0].message.contains("kubectl get nodes"),
+            "{errors:?}"
+        );
+        assert_eq!(read("").unwrap_err(), Vec::new(), "no pools, no problem");
+    }
+
+    /// The pools, as Nodes, read back through the door's facts reader (as
+    /// the policy reads a Node list) are the same nodes.
+    #[test]
+    fn pools_as_nodes_read_back_as_the_same_nodes() {
+        let pools = read(POOLS).unwrap();
+        let facts = HostFacts::read(&facts_with_nodes("", &pools)).unwrap();
+        let answer = facts.answer(&Needs {
+            nodes: true,
+            ..Needs::default()
+        });
+        let Some(NodeFacts::Listed(nodes)) = answer.nodes else {
+            panic!("{answer:?}")
+        };
+        assert_eq!(nodes.len(), 2);
+        assert_eq!(nodes[0].label(ARCH_LABEL).as_deref(), Some("arm64"));
+        assert_eq!(nodes[0].taints, pools[0].taints);
+        assert!(nodes[1].is_windows());
+        assert_eq!(nodes[1].build(), pools[1].build());
+        // Written facts keep their lines; the Nodes come after them.
+        let text = facts_with_nodes("runtimeClasses:\n  gpu: missing\n", &pools);
+        assert!(
+            text.starts_with("runtimeClasses:\n  gpu: missing\n\n---\n"),
+            "{text}"
+        );
+    }
+}

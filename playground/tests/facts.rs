@@ -1,0 +1,321 @@
+//! With the same facts, the page answers as the policy does in a cluster.
+//! Each case of `playground/examples/cases.yaml` goes through the
+//! playground adapter (with the facts text the page builds) and through the
+//! built policy `.wasm` in wasmtime, whose host calls are answered as
+//! policy-server answers them (`os_placement_e2e::capabilities`): the
+//! images from a real registry (Debian docker-registry on 127.0.0.1) that
+//! holds them with the platforms the case lists, the RuntimeClasses and
+//! Nodes from a cluster holding the case's objects and the pools as Nodes.
+//! The lookups the page says the policy makes are the calls it made; and
+//! without the facts the page's answer differs, as the case says.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use os_placement_e2e::capabilities::{objects_of, Cluster, ContextHost, Registries};
+use os_placement_e2e::images::{push_image, Format, ImagePlatform, TestImage};
+use os_placement_e2e::registry::LocalRegistry;
+use os_placement_e2e::{admission_request, repo_root, Evaluation, PolicyModule};
+use os_placement_playground::{node_objects, read_pools, run, DocumentResult, Inputs, Outcome};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::support::{as_json, differences, module, read};
+
+/// A case with facts (see the head of `playground/examples/cases.yaml`).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct FactsCase {
+    name: String,
+    manifest: PathBuf,
+    settings: PathBuf,
+    preset: String,
+    #[serde(default)]
+    images: BTreeMap<String, ImageFacts>,
+    #[serde(default)]
+    cluster: Option<PathBuf>,
+    #[serde(default = "yes")]
+    pools_are_nodes: bool,
+    expect: Expectation,
+    without_facts: Expectation,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+struct ImageFacts {
+    platforms: Vec<PlatformFacts>,
+}
+
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct PlatformFacts {
+    os: String,
+    architecture: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    os_version: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Expectation {
+    accepted: bool,
+    #[serde(default)]
+    patched: Option<bool>,
+    #[serde(default)]
+    message_contains: Vec<String>,
+    #[serde(default)]
+    warnings_contain: Vec<String>,
+    #[serde(default)]
+    patch_contains: Vec<String>,
+}
+
+fn cases() -> Vec<FactsCase> {
+    let text = read(&repo_root().join("playground/examples/cases.yaml"));
+    let cases: Vec<FactsCase> = serde_json::from_value(as_json(&text)).unwrap();
+    // The test loops over them: an empty list would check nothing.
+    assert!(cases.len() >= 5, "{} cases with facts", cases.len());
+    cases
+}
+
+/// The node pools of a preset, as the page's pools editor holds them.
+fn preset_pools(id: &str) -> String {
+    let presets = as_json(&read(&repo_root().join("playground/web/presets.yaml")));
+    let preset = presets["presets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == id)
+        .unwrap_or_else(|| panic!("no preset {id}"));
+    json!({ "pools": preset["pools"] }).to_string()
+}
+
+/// The facts text as the page builds it (web/facts.js `factsText`): the
+/// cluster's objects as written, then the images as one more document.
+fn page_facts(cluster: &str, images: &BTreeMap<String, ImageFacts>) -> String {
+    let mut parts = Vec::new();
+    if !cluster.trim().is_empty() {
+        parts.push(format!("{}\n", cluster.trim_end_matches('\n')));
+    }
+    if !images.is_empty() {
+        parts.push(format!("{}\n", json!({ "images": images })));
+    }
+    parts.join("---\n")
+}
+
+/// The registries the case's images name (`registry.example.com`, `docker.io`).
+fn registries_named(images: &BTreeMap<String, ImageFacts>) -> Vec<String> {
+    let mut named: Vec<String> = images
+        .keys()
+        .filter_map(|reference| {
+            reference
+                .split_once('/')
+                .map(|(registry, _)| registry.to_owned())
+        })
+        .collect();
+    named.sort();
+    named.dedup();
+    named
+}
+
+fn push_images(registry: &str, images: &BTreeMap<String, ImageFacts>) {
+    for (reference, facts) in images {
+        let name = reference
+            .strip_prefix(&format!("{registry}/"))
+            .unwrap_or_else(|| panic!("{reference} is not in {registry}"));
+        let image = TestImage {
+            name: name.to_owned(),
+            platforms: facts
+                .platforms
+                .iter()
+                .map(|p| ImagePlatform {
+                    os: p.os.clone(),
+                    os_version: p.os_version.clone(),
+                    architecture: p.architecture.clone(),
+                })
+                .collect(),
+            single: false,
+            format: Format::Oci,
+        };
+        push_image(registry, &image).unwrap_or_else(|e| panic!("{reference}: {e:#}"));
+    }
+}
+
+fn first_document(label: &str, inputs: &Inputs<'_>) -> DocumentResult {
+    match run(inputs) {
+        Outcome::Evaluated { mut documents, .. } if !documents.is_empty() => documents.remove(0),
+        other => panic!("{label}: {other:?}"),
+    }
+}
+
+/// What the case expects, against the page's answer.
+fn unmet(label: &str, expect: &Expectation, doc: &DocumentResult) -> Vec<String> {
+    let mut unmet = Vec::new();
+    let patch = doc.patch.to_string();
+    if doc.accepted != expect.accepted {
+        unmet.push(format!("{label}: accepted {}", doc.accepted));
+    }
+    let patched = doc.patch.as_array().is_some_and(|p| !p.is_empty());
+    if expect.patched.is_some_and(|p| p != patched) {
+        unmet.push(format!("{label}: patched {patched}: {patch}"));
+    }
+    let message = doc.message.clone().unwrap_or_default();
+    let warnings = doc.warning_lines.join("\n");
+    let lacks = |wanted: &[String], within: &str, what: &str| -> Vec<String> {
+        wanted
+            .iter()
+            .filter(|s| !within.contains(s.as_str()))
+            .map(|s| format!("{label}: {what} lacks {s:?}: {within}"))
+            .collect()
+    };
+    unmet.extend(lacks(&expect.message_contains, &message, "message"));
+    unmet.extend(lacks(&expect.warnings_contain, &warnings, "warnings"));
+    unmet.extend(lacks(&expect.patch_contains, &patch, "patch"));
+    unmet
+}
+
+/// The lookups the page reports, against the calls the module made.
+fn lookups_differ(label: &str, doc: &DocumentResult, host: &ContextHost) -> Option<String> {
+    let mut images = Vec::new();
+    let mut classes = Vec::new();
+    let mut nodes = false;
+    for call in host.calls() {
+        let payload: Value = serde_json::from_str(&call.payload).unwrap_or(Value::Null);
+        match (call.namespace.as_str(), call.operation.as_str()) {
+            ("oci", _) => images.push(payload.as_str().unwrap_or_default().to_owned()),
+            ("kubernetes", "get_resource") => {
+                classes.push(payload["name"].as_str().unwrap_or_default().to_owned())
+            }
+            ("kubernetes", "list_resources_all") => nodes = true,
+            _ => {}
+        }
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    images.retain(|image| seen.insert(image.clone()));
+    let said = doc
+        .lookups
+        .as_ref()
+        .map(|n| (n.images.clone(), n.runtime_classes.clone(), n.nodes));
+    let made = Some((images, classes, nodes));
+    (said != made)
+        .then(|| format!("{label}: the page says the policy looks up {said:?}; it asked {made:?}"))
+}
+
+/// One case's texts, with the test's registry in place of the ones it names.
+struct Texts {
+    object: String,
+    settings: String,
+    cluster: String,
+    pools: String,
+    facts: String,
+}
+
+/// The case's texts, its images pushed to the registry at `host_name`.
+fn prepare(case: &FactsCase, host_name: &str) -> Texts {
+    let root = repo_root();
+    let named = registries_named(&case.images);
+    let here = |text: &str| {
+        named.iter().fold(text.to_owned(), |text, registry| {
+            text.replace(&format!("{registry}/"), &format!("{host_name}/"))
+        })
+    };
+    let images: BTreeMap<String, ImageFacts> = case
+        .images
+        .iter()
+        .map(|(reference, facts)| (here(reference), facts.clone()))
+        .collect();
+    push_images(host_name, &images);
+    let cluster = case
+        .cluster
+        .as_ref()
+        .map(|p| read(&root.join(p)))
+        .unwrap_or_default();
+    Texts {
+        object: here(&read(&root.join(&case.manifest))),
+        settings: read(&root.join(&case.settings)),
+        pools: preset_pools(&case.preset),
+        facts: page_facts(&cluster, &images),
+        cluster,
+    }
+}
+
+/// The policy module's answer in a cluster holding the case's objects (and
+/// the pools as Nodes) and a registry holding its images; the host, with
+/// the calls the module made.
+fn policy_answer(
+    module: &PolicyModule,
+    case: &FactsCase,
+    texts: &Texts,
+    host_name: &str,
+) -> (Evaluation, Arc<ContextHost>) {
+    let mut objects = objects_of(&texts.cluster).unwrap();
+    if case.pools_are_nodes {
+        let pools = read_pools(&texts.pools, &mut Vec::new()).unwrap();
+        let nodes = node_objects(&pools);
+        objects.extend(nodes["items"].as_array().unwrap().iter().cloned());
+    }
+    let context = Arc::new(
+        ContextHost::new()
+            .with_registries(Registries::new(&[host_name.to_owned()]).unwrap())
+            .with_cluster(Cluster::from_objects(objects)),
+    );
+    let host = module.instantiate_with(context.clone()).unwrap();
+    let request = admission_request(&as_json(&texts.object), "CREATE", None, None);
+    let policy = host
+        .validate(&request, &as_json(&texts.settings))
+        .unwrap_or_else(|e| panic!("{}: policy failed: {e:#}", case.name));
+    (policy, context)
+}
+
+/// Everything wrong with one case.
+fn case_problems(module: &PolicyModule, case: &FactsCase, host_name: &str) -> Vec<String> {
+    let label = case.name.as_str();
+    let texts = prepare(case, host_name);
+    let inputs = Inputs {
+        object: &texts.object,
+        settings: &texts.settings,
+        operation: "CREATE",
+        pools: &texts.pools,
+        facts: &texts.facts,
+        pools_are_nodes: case.pools_are_nodes,
+        ..Inputs::default()
+    };
+    let doc = first_document(label, &inputs);
+    let (policy, context) = policy_answer(module, case, &texts, host_name);
+    let mut problems = differences(label, &doc, &policy, &as_json(&texts.object), None);
+    problems.extend(lookups_differ(label, &doc, &context));
+    problems.extend(unmet(label, &case.expect, &doc));
+    // Without the facts: what the case says, and not the same answer.
+    let without = first_document(
+        label,
+        &Inputs {
+            facts: "",
+            pools_are_nodes: false,
+            ..inputs
+        },
+    );
+    let unfacted = format!("{label} without facts");
+    problems.extend(unmet(&unfacted, &case.without_facts, &without));
+    if (&without.patch, &without.warning_lines) == (&doc.patch, &doc.warning_lines) {
+        problems.push(format!("{label}: the facts change nothing"));
+    }
+    problems
+}
+
+#[test]
+fn facts_examples_match_the_policy() {
+    let cases = cases();
+    let Some(registry) = LocalRegistry::start().unwrap_or_else(|e| panic!("{e:#}")) else {
+        return;
+    };
+    let module = module();
+    let problems: Vec<String> = cases
+        .iter()
+        .flat_map(|case| case_problems(&module, case, &registry.host()))
+        .collect();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
