@@ -1,0 +1,60 @@
+// Writes <dist>/examples.json: the example cases (examples/cases.yaml and the
+// playground's cases with facts), the platform presets with their node
+// pools as the page shows them, and the text of every file they name. The
+// page fetches this one file in parallel with the rule engine, so the first
+// verdict waits on no other request. The YAML is read by the built engine
+// itself (the door's reader), so the page and this file read it alike.
+//
+// Usage: node playground/tools/bundle.mjs <repo root> <dist>
+import { readFile, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const [repo, dist] = process.argv.slice(2);
+if (!repo || !dist) {
+  console.error('usage: node bundle.mjs <repo root> <dist>');
+  process.exit(2);
+}
+
+const { initSync, yaml_to_json } = await import(pathToFileURL(resolve(dist, 'pkg', 'os_placement_playground.js')).href);
+initSync({ module: await readFile(join(dist, 'pkg', 'os_placement_playground_bg.wasm')) });
+
+async function yaml(path) {
+  const read = JSON.parse(yaml_to_json(await readFile(join(repo, path), 'utf8')));
+  if (read.error) throw new Error(`${path} line ${read.error.line}: ${read.error.message}`);
+  return read.ok;
+}
+
+/** Node pools as YAML, as the pools editor shows them. */
+function poolsText(preset) {
+  const lines = ['# Node pools of this platform: edit them to match your cluster,', '# or paste `kubectl get nodes -o yaml` output instead.'];
+  for (const p of preset.pools) {
+    lines.push(`- name: ${p.name}`, `  os: ${p.os}`);
+    if (p.build) lines.push(`  build: "${p.build}"`);
+    const labels = Object.entries(p.labels || {});
+    if (labels.length) lines.push('  labels:', ...labels.map(([k, v]) => `    ${k}: ${JSON.stringify(v)}`));
+    if ((p.taints || []).length) lines.push('  taints:', ...p.taints.map((t) => `  - {key: ${t.key}, value: ${JSON.stringify(t.value || '')}, effect: ${t.effect}}`));
+  }
+  return lines.join('\n') + '\n';
+}
+
+const presets = (await yaml('playground/web/presets.yaml')).presets.map((p) => ({ ...p, poolsText: poolsText(p) }));
+const plain = await yaml('examples/cases.yaml');
+const withFacts = (await yaml('playground/examples/cases.yaml')).map((c) => ({ ...c, facts: true }));
+const cases = [...plain, ...withFacts];
+
+const names = new Set();
+for (const c of cases) {
+  if (names.has(c.name)) throw new Error(`two cases named ${c.name}`);
+  names.add(c.name);
+  if (c.preset && !presets.some((p) => p.id === c.preset)) throw new Error(`${c.name}: no preset ${c.preset}`);
+}
+
+const paths = new Set(presets.map((p) => p.settings));
+for (const c of cases) for (const key of ['manifest', 'settings', 'oldManifest', 'cluster']) if (c[key]) paths.add(c[key]);
+const files = {};
+for (const path of [...paths].sort()) files[path] = await readFile(join(repo, path), 'utf8');
+
+const out = join(dist, 'examples.json');
+await writeFile(out, JSON.stringify({ cases, presets, files }));
+console.log(`${out}: ${cases.length} cases, ${presets.length} presets, ${paths.size} files`);

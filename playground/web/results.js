@@ -1,0 +1,167 @@
+// The rule core's result on the page: the verdict, each finding at its
+// line, the diff, the JSON Patch, where the pods land and which lookups the
+// policy makes. Every decision comes from the wasm module; this only shows it.
+import { $, el, copy, download } from './dom.js';
+import { EDITORS, jumpTo, renderGutter } from './editors.js';
+
+/**
+ * Renders `result` (the JSON of `evaluate`). `place(input, line, column)`
+ * maps an input problem to the editor and line showing it (`{id, line, column}`),
+ * or null when no editor shows that input.
+ */
+export function render(result, place, factsOn = false) {
+  const verdict = $('verdict');
+  const errors = $('errors');
+  const docs = $('documents');
+  errors.replaceChildren();
+  docs.replaceChildren();
+  const flags = Object.fromEntries(EDITORS.map((id) => [id, new Map()]));
+  if (result.status === 'invalid-input') {
+    verdict.className = 'verdict invalid';
+    verdict.textContent = 'Input error: nothing evaluated';
+    errors.append(errorList(result.errors, flags, place));
+  } else {
+    const { documents, poolErrors } = result;
+    const rejected = documents.filter((d) => !d.accepted).length;
+    const mutated = documents.filter((d) => d.accepted && d.patch.length > 0).length;
+    verdict.className = `verdict ${rejected ? 'rejected' : mutated ? 'mutated' : 'accepted'}`;
+    verdict.textContent = documents.length === 1
+      ? docVerdict(documents[0])
+      : `${documents.length} objects: ${documents.length - rejected} accepted (${mutated} changed), ${rejected} rejected`;
+    if (poolErrors.length) errors.append(errorList(poolErrors, flags, place));
+    for (const d of documents) docs.append(renderDocument(d, flags, result.pools || [], factsOn));
+  }
+  for (const id of EDITORS) renderGutter(id, flags[id]);
+}
+
+function docVerdict(d) {
+  if (d.verdict === 'skipped') return 'Skipped: the policy is not asked';
+  if (!d.accepted) return `Rejected: ${d.violations.length} violation${d.violations.length === 1 ? '' : 's'}`;
+  if (d.patch.length) return `Accepted with changes: ${d.patch.length} patch operation${d.patch.length === 1 ? '' : 's'}`;
+  return d.warnings.length ? 'Accepted unchanged, with warnings' : 'Accepted unchanged';
+}
+
+function errorList(list, flags, place) {
+  const ul = el('ul', { class: 'input-errors' });
+  for (const e of list) {
+    const at = place(e.input, e.line, e.column);
+    if (at) flags[at.id]?.set(at.line, { kind: 'error', title: e.message });
+    const where = `${e.input} line ${e.line}, column ${e.column}${e.path ? ' · ' + e.path : ''}`;
+    ul.append(el('li', {}, el('button', {
+      type: 'button', class: 'finding input-error', 'data-input': e.input,
+      onclick: () => at && jumpTo(at.id, at.line, at.column),
+    }, el('span', { class: 'where' }, where), e.message)));
+  }
+  return ul;
+}
+
+function findingButton(d, kind, flags) {
+  const mark = flags.object.get(d.line);
+  if (!mark || kind === 'violation') flags.object.set(d.line, { kind: kind === 'violation' ? 'error' : 'warn', title: d.message });
+  return el('li', {}, el('button', {
+    type: 'button', class: `finding ${kind}`, 'data-line': d.line,
+    // As the API server shows it: `<path>: <message>; <fix>`.
+    'data-text': `${d.path}: ${d.message}${d.fix ? `; ${d.fix}` : ''}`, onclick: () => jumpTo('object', d.line, d.column),
+  },
+  el('span', { class: 'where' }, `line ${d.line} · ${d.path} `, el('span', { class: 'code' }, `[${d.code}]`)),
+  d.message,
+  d.fix ? el('span', { class: 'fix' }, `Fix: ${d.fix}`) : null));
+}
+
+function renderDocument(d, flags, pools, factsOn) {
+  const node = $('document-template').content.firstElementChild.cloneNode(true);
+  node.dataset.index = d.index;
+  node.querySelector('.doc-title').textContent = `${d.kind || '(no kind)'} ${d.name || ''} · line ${d.line}`;
+  const v = node.querySelector('.doc-verdict');
+  v.className = `doc-verdict ${!d.accepted ? 'rejected' : d.patch.length ? 'mutated' : 'accepted'}`;
+  v.textContent = d.skipReason ? `${docVerdict(d)} (${d.skipReason})` : docVerdict(d);
+  const findings = node.querySelector('.findings');
+  if (d.violations.length) {
+    findings.append(el('h3', {}, 'Violations'), el('ul', { class: 'violations' }, ...d.violations.map((x) => findingButton(x, 'violation', flags))));
+  }
+  if (d.warnings.length) {
+    findings.append(el('h3', {}, 'Warnings'), el('ul', { class: 'warnings' }, ...d.warnings.map((x) => findingButton(x, 'warning', flags))));
+  }
+  renderLookups(node.querySelector('.lookups'), d.lookups);
+  renderLanding(node.querySelector('.landing'), d.landing, pools);
+  node.querySelector('.facts-note').hidden = !factsOn;
+  if (!d.landing) node.querySelector('.landing-section').hidden = true;
+  node.querySelector('.diff').replaceChildren(...diffLines(d.beforeYaml, d.afterYaml ?? d.beforeYaml));
+  if (!d.afterYaml) node.querySelector('.diff-section h3').firstChild.textContent = d.accepted ? 'Changes: none ' : 'Changes: none, the object is rejected ';
+  node.querySelector('.patch').textContent = JSON.stringify(d.patch, null, 2);
+  const after = d.afterYaml ?? d.beforeYaml;
+  node.querySelector('[data-copy="after"]').addEventListener('click', () => copy(after, 'Mutated YAML copied'));
+  node.querySelector('[data-copy="patch"]').addEventListener('click', () => copy(JSON.stringify(d.patch, null, 2), 'JSON Patch copied'));
+  node.querySelector('.download').addEventListener('click', () => download(`${d.name || d.kind || 'object'}.mutated.yaml`, after));
+  const signals = node.querySelector('.signals');
+  for (const s of d.signals || []) {
+    signals.append(el('li', {}, el('code', {}, s.path), ` = ${s.value} → ${s.os ?? 'any OS'}${s.builds?.length ? ' ' + s.builds.join(' or ') : ''}${s.reason ? ' (' + s.reason + ')' : ''}`));
+  }
+  if (!(d.signals || []).length) node.querySelector('.signals-section').hidden = true;
+  return node;
+}
+
+/** What the policy asks its host for this object. */
+function renderLookups(container, lookups) {
+  if (!lookups || (!lookups.images.length && !lookups.runtimeClasses.length && !lookups.nodes)) {
+    container.textContent = 'The policy looks nothing up for this object.';
+    return;
+  }
+  const parts = [];
+  if (lookups.images.length) parts.push(`the platforms of ${lookups.images.join(', ')} (registry)`);
+  if (lookups.runtimeClasses.length) parts.push(`RuntimeClass ${lookups.runtimeClasses.join(', ')} (cluster)`);
+  if (lookups.nodes) parts.push('the Node list (cluster)');
+  container.textContent = `In a cluster the policy looks up ${parts.join('; ')}.`;
+}
+
+function landingCell(entry) {
+  if (!entry) return el('span', { class: 'cell off' }, 'not admitted', el('small', {}, 'the policy rejects it'));
+  let cls = 'off';
+  let label = 'cannot land';
+  if (entry.schedulable) {
+    cls = entry.runs === 'yes' ? 'runs' : entry.runs === 'no' ? 'broken' : 'unknown';
+    label = entry.runs === 'yes' ? 'lands, runs' : entry.runs === 'no' ? 'lands, cannot run' : 'lands, OS not known';
+  }
+  const why = [...entry.reasons, ...entry.notes];
+  const more = why.length > 1 ? ` (+${why.length - 1} more)` : '';
+  return el('span', { class: `cell ${cls}`, 'data-state': cls, title: why.join('\n') }, label, why.length ? el('small', {}, why[0] + more) : null);
+}
+
+function renderLanding(container, landing, pools) {
+  container.replaceChildren();
+  if (!landing) return;
+  if (landing.before.problems) {
+    container.append(el('p', {}, landing.before.problems.join('; ')));
+    return;
+  }
+  container.append(el('span', { class: 'head' }, 'Node pool'), el('span', { class: 'head' }, 'Before the policy'), el('span', { class: 'head' }, 'After the policy'));
+  landing.before.pools.forEach((before, i) => {
+    const after = landing.after?.pools?.[i];
+    const info = pools[i] || {};
+    const taints = (info.taints || []).map((t) => `${t.key}${t.value ? '=' + t.value : ''}:${t.effect}`).join(', ');
+    const arch = info.architecture || info.labels?.['kubernetes.io/arch'] || '';
+    container.append(
+      el('span', { class: 'pool' }, before.pool, el('small', {}, `${info.os || ''} ${info.windowsBuild || ''} ${arch}${taints ? ' · taint ' + taints : ''}`)),
+      landingCell(before), landingCell(after));
+  });
+}
+
+// A line diff (longest common subsequence): the policy only adds lines.
+function diffLines(before, after) {
+  const a = before.split('\n');
+  const b = after.split('\n');
+  const m = a.length, n = b.length;
+  const lcs = Array.from({ length: m + 1 }, () => new Uint16Array(n + 1));
+  for (let i = m - 1; i >= 0; i--) for (let j = n - 1; j >= 0; j--) {
+    lcs[i][j] = a[i] === b[j] ? lcs[i + 1][j + 1] + 1 : Math.max(lcs[i + 1][j], lcs[i][j + 1]);
+  }
+  const out = [];
+  let i = 0, j = 0;
+  while (i < m || j < n) {
+    if (i < m && j < n && a[i] === b[j]) { out.push(['same', '  ' + a[i]]); i++; j++; }
+    else if (j < n && (i >= m || lcs[i][j + 1] >= lcs[i + 1][j])) { out.push(['add', '+ ' + b[j]]); j++; }
+    else { out.push(['del', '- ' + a[i]]); i++; }
+  }
+  while (out.length && out[out.length - 1][1].trim() === '') out.pop();
+  return out.map(([cls, text]) => el('span', { class: cls }, text));
+}
