@@ -1,9 +1,10 @@
 // Writes <dist>/examples.json: the example cases (examples/cases.yaml and the
 // playground's cases with facts), the platform presets with their node
-// pools as the page shows them, and the text of every file they name. The
-// page fetches this one file in parallel with the rule engine, so the first
-// verdict waits on no other request. The YAML is read by the built engine
-// itself (the door's reader), so the page and this file read it alike.
+// pools as the page shows them, and the text of every file they name; and
+// puts into <dist>/index.html what the first verdict needs (the cases, the
+// presets, the first case's files), so it waits on no request but the
+// engine. The YAML is read by the built engine itself (the door's reader),
+// so the page and this file read it alike.
 //
 // Usage: node playground/tools/bundle.mjs <repo root> <dist>
 import { readFile, writeFile } from 'node:fs/promises';
@@ -58,3 +59,16 @@ for (const path of [...paths].sort()) files[path] = await readFile(join(repo, pa
 const out = join(dist, 'examples.json');
 await writeFile(out, JSON.stringify({ cases, presets, files }));
 console.log(`${out}: ${cases.length} cases, ${presets.length} presets, ${paths.size} files`);
+
+// The page itself carries what the first verdict needs: every case and
+// preset (the menus), and the files of the first case and of the presets.
+const first = cases[0];
+const firstPaths = [first.manifest, first.settings, first.oldManifest, first.cluster, ...presets.map((p) => p.settings)].filter(Boolean);
+const firstFiles = Object.fromEntries(firstPaths.map((p) => [p, files[p]]));
+const inline = JSON.stringify({ cases, presets, files: firstFiles }).replace(/</g, '\\u003c');
+const page = join(dist, 'index.html');
+const html = await readFile(page, 'utf8');
+const slot = /(<script type="application\/json" id="examples-first">)[^<]*(<\/script>)/;
+if (!slot.test(html)) throw new Error(`${page}: no #examples-first script`);
+await writeFile(page, html.replace(slot, (_, open, close) => `${open}${inline}${close}`));
+console.log(`${page}: the first example inlined (${inline.length} bytes)`);

@@ -10,7 +10,17 @@ import { ImagesEditor, architectureList, factsText, placeFactsLine } from './fac
 const metrics = { loadToFirstVerdictMs: null, lastEvaluationMs: null, evaluations: 0, ready: false };
 window.playground = metrics;
 
+// The examples: the first one and the presets come with the page; all of
+// them (examples.json) load after the first verdict.
 let bundle = { cases: [], presets: [], files: {} };
+let allExamples = null;
+
+function examples() {
+  allExamples ??= fetch('examples.json')
+    .then((r) => (r.ok ? r.json() : Promise.reject(new Error(`examples.json: ${r.status}`))))
+    .then((full) => { bundle = full; return full; });
+  return allExamples;
+}
 let lastResult = null;
 let images = null;
 let settingsForm = null;
@@ -139,7 +149,9 @@ function fillMenus() {
   $('preset').replaceChildren(...bundle.presets.map((p) => el('option', { value: p.id }, p.name)));
 }
 
-function pickExample(name) {
+async function pickExample(name) {
+  if (!name) return;
+  await examples();
   const state = exampleState(name);
   if (!state) return;
   applyState(state);
@@ -148,7 +160,8 @@ function pickExample(name) {
   evaluateNow();
 }
 
-function pickPreset(id) {
+async function pickPreset(id) {
+  await examples();
   const preset = bundle.presets.find((p) => p.id === id);
   if (!preset) return;
   $('settings').value = file(preset.settings);
@@ -173,10 +186,9 @@ async function startEngine() {
 }
 
 async function main() {
-  const boot = window.playgroundBoot;
   performance.mark('modules run');
-  const [, examples, linked] = await Promise.all([startEngine(), boot.examples.then((b) => { performance.mark('examples read'); return b; }), workspace.fromUrl()]);
-  bundle = examples;
+  bundle = JSON.parse($('examples-first').textContent);
+  const [, linked] = await Promise.all([startEngine(), workspace.fromUrl()]);
   engineBuild = engine.engine_build();
   fillMenus();
   const restored = linked || workspace.saved();
@@ -202,6 +214,7 @@ async function wire() {
   wireFacts();
   wireSettings(SettingsForm);
   wireWorkspace();
+  examples().catch(failed);
   $('guide').addEventListener('click', tour.startTour);
   metrics.ready = true;
   if (!tour.seen()) tour.startTour();
@@ -259,9 +272,9 @@ function wireWorkspace() {
   filePicker($('import'), $('workspace-input'), (text) => importWorkspace(text));
   filePicker($('open-file'), $('file-input'), openText);
   acceptDrops($('object-block'), openText);
-  $('reset').addEventListener('click', () => {
+  $('reset').addEventListener('click', async () => {
     workspace.forget();
-    pickExample(bundle.cases[0].name);
+    await pickExample(bundle.cases[0].name);
     toast('Workspace reset to the first example');
   });
 }

@@ -23,8 +23,12 @@ export function renderGutter(id, flags = new Map()) {
     parts.push(flag ? `<div class="flag ${flag.kind}" title="${escapeHtml(flag.title)}">${n}</div>` : `<div>${n}</div>`);
   }
   gutter.innerHTML = parts.join('');
-  gutter.scrollTop = area.scrollTop;
+  // Reading the scroll position forces a layout: only when the text was scrolled.
+  if (scrolled.get(id)) gutter.scrollTop = area.scrollTop;
 }
+
+/** How far each editor is scrolled, kept by its scroll handler. */
+const scrolled = new Map();
 
 /** Focuses the editor and selects the line, opening what hides it. */
 export function jumpTo(id, line, column = 1) {
@@ -39,6 +43,7 @@ export function jumpTo(id, line, column = 1) {
   area.setSelectionRange(start + Math.max(0, column - 1), end);
   const lineHeight = parseFloat(getComputedStyle(area).lineHeight) || 19;
   area.scrollTop = Math.max(0, (line - 3) * lineHeight);
+  scrolled.set(id, area.scrollTop);
   const gutter = gutterOf(id);
   if (gutter) gutter.scrollTop = area.scrollTop;
 }
@@ -47,7 +52,11 @@ export function jumpTo(id, line, column = 1) {
 export function syncGutters() {
   for (const id of EDITORS) {
     const area = $(id);
-    area?.addEventListener('scroll', () => { const g = gutterOf(id); if (g) g.scrollTop = area.scrollTop; });
+    area?.addEventListener('scroll', () => {
+      scrolled.set(id, area.scrollTop);
+      const g = gutterOf(id);
+      if (g) g.scrollTop = area.scrollTop;
+    });
   }
 }
 
