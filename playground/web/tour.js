@@ -43,7 +43,8 @@ export function startTour() {
     document.querySelector('.tour-target')?.classList.remove('tour-target');
     const node = $(target);
     node?.classList.add('tour-target');
-    node?.scrollIntoView({ block: 'nearest' });
+    if (node?.tagName === 'DETAILS') node.open = true;
+    node?.scrollIntoView({ block: 'center' });
     const last = step === STEPS.length - 1;
     box.replaceChildren(
       el('p', { class: 'tour-step' }, `Step ${step + 1} of ${STEPS.length}`),
