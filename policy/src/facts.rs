@@ -160,8 +160,8 @@ fn nodes(host: &dyn Host) -> NodeFacts {
     }
 }
 
-#[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
+#[cfg(test)]
 mod tests {
     use std::cell::RefCell;
 
