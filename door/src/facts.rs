@@ -276,6 +276,7 @@ mod tests {
             images: images.iter().map(|s| s.to_string()).collect(),
             runtime_classes: classes.iter().map(|s| s.to_string()).collect(),
             nodes,
+            node_labels: nodes,
         }
     }
 
