@@ -140,8 +140,8 @@ pub fn facts_with_nodes(facts: &str, pools: &[Pool]) -> String {
     }
 }
 
-#[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+#[cfg(test)]
 mod tests {
     use super::*;
     use os_placement_core::{Needs, NodeFacts};

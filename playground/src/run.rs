@@ -371,8 +371,8 @@ fn read_page_settings(text: &str, errors: &mut Vec<InputError>) -> Option<Settin
     }
 }
 
-#[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -132,8 +132,8 @@ fn rewritten(mut root: Node, key: &str, value: Node) -> String {
     to_yaml(&root)
 }
 
-#[cfg(test)]
 #[allow(clippy::unwrap_used)]
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -145,6 +145,11 @@ pub struct Needs {
     pub runtime_classes: Vec<String>,
     /// Whether to list the cluster's Nodes.
     pub nodes: bool,
+    /// Whether the Nodes must come with their labels and taints (the full
+    /// check, a taint read from the nodes); without, their OS, build and
+    /// architecture (`status.nodeInfo`) are enough, a far smaller list.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub node_labels: bool,
 }
 
 impl Needs {

@@ -208,8 +208,8 @@ fn taints(value: Option<&Value>) -> Vec<Taint> {
         .collect()
 }
 
-#[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+#[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
