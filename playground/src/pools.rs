@@ -112,12 +112,19 @@ fn node_object(pool: &Pool) -> Value {
                 .or_insert_with(|| Value::String(value.clone()));
         }
     }
+    // What the kubelet reports in nodeInfo, read when the labels are not
+    // (the policy lists only nodeInfo under nodeInventory auto): a Windows
+    // node's kernelVersion starts with its build.
     let mut node_info = Map::new();
-    if let Some(os) = &pool.os {
-        node_info.insert("operatingSystem".into(), json!(os));
-    }
-    if let Some(architecture) = &pool.architecture {
-        node_info.insert("architecture".into(), json!(architecture));
+    let fields = [
+        ("operatingSystem", pool.label(OS_LABEL)),
+        ("architecture", pool.label(ARCH_LABEL)),
+        ("kernelVersion", pool.label(WINDOWS_BUILD_LABEL)),
+    ];
+    for (key, value) in fields {
+        if let Some(value) = value {
+            node_info.insert(key.into(), json!(value));
+        }
     }
     json!({
         "apiVersion": "v1",
@@ -217,6 +224,19 @@ mod tests {
         assert_eq!(nodes[0].taints, pools[0].taints);
         assert!(nodes[1].is_windows());
         assert_eq!(nodes[1].build(), pools[1].build());
+        // nodeInfo alone (what the policy lists under nodeInventory auto)
+        // says the same OS, build and architecture.
+        let objects = node_objects(&pools);
+        for (object, pool) in objects["items"].as_array().unwrap().iter().zip(&pools) {
+            let info_only = json!({"metadata": {"name": object["metadata"]["name"]},
+                "status": object["status"]});
+            let node = host_answers::node(&info_only);
+            assert_eq!(
+                (node.is_windows(), node.build(), node.label(ARCH_LABEL)),
+                (pool.is_windows(), pool.build(), pool.label(ARCH_LABEL)),
+                "{info_only}"
+            );
+        }
         // Written facts keep their lines; the Nodes come after them.
         let text = facts_with_nodes("runtimeClasses:\n  gpu: missing\n", &pools);
         assert!(
