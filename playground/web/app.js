@@ -1,11 +1,8 @@
 // The playground page: editors in, the rule core's result out. Every
 // decision comes from the wasm module; the other modules only show it.
 import init, * as engine from './pkg/os_placement_playground.js';
-import { $, el, copy, download, toast } from './dom.js';
-import { EDITORS, acceptDrops, filePicker, jumpTo, syncGutters } from './editors.js';
-import { render } from './results.js';
+import { $, el, copy, download, toast, EDITORS, acceptDrops, filePicker, jumpTo, syncGutters, render } from './view.js';
 import * as workspace from './workspace.js';
-import { ImagesEditor, architectureList, factsText, placeFactsLine } from './facts.js';
 
 const metrics = { loadToFirstVerdictMs: null, lastEvaluationMs: null, evaluations: 0, ready: false };
 window.playground = metrics;
@@ -71,7 +68,7 @@ function notice(text) {
 function evaluateNow() {
   const s = currentState();
   $('old-block').hidden = s.operation !== 'UPDATE';
-  const facts = s.facts.enabled ? factsText(s.facts.cluster, images ? images.facts() : imagesFacts(pendingImages)) : '';
+  const facts = s.facts.enabled ? workspace.factsText(s.facts.cluster, images ? images.facts() : imagesFacts(pendingImages)) : '';
   const started = performance.now();
   const result = JSON.parse(engine.evaluate(s.object, s.settings, s.operation,
     s.operation === 'UPDATE' ? s.oldObject : '', s.pools, facts, s.facts.enabled && s.facts.poolsAreNodes));
@@ -96,7 +93,7 @@ function imagesFacts(list) {
 
 /** The editor and line showing a problem of `input`. */
 function place(input, line, column, s) {
-  if (input === 'facts') return placeFactsLine(s.facts.cluster, line, column);
+  if (input === 'facts') return workspace.placeFactsLine(s.facts.cluster, line, column);
   return EDITORS.includes(input) ? { id: input, line, column } : null;
 }
 
@@ -199,9 +196,9 @@ async function main() {
   setTimeout(() => wire().catch(failed), 0);
 }
 
-// The settings form and the first look load after the first verdict.
+// The facts editor, the settings form and the first look load after the first verdict.
 async function wire() {
-  const [{ SettingsForm }, tour] = await Promise.all([import('./settings-form.js'), import('./tour.js')]);
+  const [facts, { SettingsForm }, tour] = await Promise.all([import('./facts.js'), import('./settings-form.js'), import('./tour.js')]);
   $('engine-version').textContent = engine.engine_version();
   $('engine-build').textContent = `(${engineBuild})`;
   for (const id of EDITORS) $(id).addEventListener('input', edited);
@@ -211,7 +208,7 @@ async function wire() {
   $('preset').addEventListener('change', (e) => pickPreset(e.target.value));
   $('facts-on').addEventListener('change', edited);
   $('pools-are-nodes').addEventListener('change', edited);
-  wireFacts();
+  wireFacts(facts);
   wireSettings(SettingsForm);
   wireWorkspace();
   examples().catch(failed);
@@ -220,7 +217,7 @@ async function wire() {
   if (!tour.seen()) tour.startTour();
 }
 
-function wireFacts() {
+function wireFacts({ ImagesEditor, architectureList }) {
   $('facts-block').append(architectureList());
   images = new ImagesEditor({ container: $('images'), onChange: edited });
   images.set(pendingImages);

@@ -1,9 +1,9 @@
-// What a cluster and its registries would answer the policy's lookups:
-// image platforms (per image: os, architecture, os.version), the cluster's
-// objects as `kubectl get runtimeclasses,nodes -o yaml` prints them, and
-// whether the node pools are the cluster's Nodes. They reach the rule core
-// as a facts file, read by the same reader as the CLI's `--facts`.
-import { $, el } from './dom.js';
+// The image platforms editor of the facts: what a registry would answer for
+// each image (os, architecture, os.version). With the cluster's objects (as
+// `kubectl get runtimeclasses,nodes -o yaml` prints them) they reach the rule
+// core as a facts file (workspace.js `factsText`), read by the same reader as
+// the CLI's `--facts`.
+import { $, el } from './view.js';
 
 const OS = ['linux', 'windows'];
 const ARCHITECTURES = ['amd64', 'arm64', 'arm', '386', 'ppc64le', 's390x', 'riscv64'];
@@ -98,21 +98,4 @@ export class ImagesEditor {
 /** The architectures offered as suggestions. */
 export function architectureList() {
   return el('datalist', { id: 'architectures' }, ...ARCHITECTURES.map((a) => el('option', { value: a })));
-}
-
-/**
- * The facts text: the cluster's objects as written, then the images as one
- * more document (so lines of the cluster text keep their numbers).
- */
-export function factsText(clusterText, images) {
-  const parts = [];
-  if (clusterText.trim()) parts.push(clusterText.replace(/\n*$/, '\n'));
-  if (Object.keys(images).length) parts.push(JSON.stringify({ images }) + '\n');
-  return parts.join('---\n');
-}
-
-/** Where a facts problem at `line` is: in the cluster text, or among the images. */
-export function placeFactsLine(clusterText, line, column) {
-  const clusterLines = clusterText.trim() ? clusterText.replace(/\n*$/, '\n').split('\n').length - 1 : 0;
-  return line <= clusterLines ? { id: 'cluster', line, column } : null;
 }

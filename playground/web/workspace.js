@@ -1,7 +1,8 @@
 // Keeping the work: the workspace (every editor, the choices, the facts)
 // saved in the browser and restored on reload, carried by share links and
 // exported or imported as one YAML file. Links and files carry the build of
-// the rule engine that made them, so the page can say when it differs.
+// the rule engine that made them, so the page can say when it differs. And
+// the facts text the workspace's facts make for the rule core.
 
 const STORAGE_KEY = 'os-placement-playground.workspace';
 const MARKER = 'os-placement-playground/v1';
@@ -137,4 +138,23 @@ export function fromValue(value) {
 /** Whether a text is a workspace file rather than a manifest. */
 export function looksLikeWorkspace(text) {
   return /^workspace:\s*os-placement-playground\//m.test(text);
+}
+
+// ---- the facts text ----------------------------------------------------------------
+
+/**
+ * The facts text: the cluster's objects as written, then the images as one
+ * more document (so lines of the cluster text keep their numbers).
+ */
+export function factsText(clusterText, images) {
+  const parts = [];
+  if (clusterText.trim()) parts.push(clusterText.replace(/\n*$/, '\n'));
+  if (Object.keys(images).length) parts.push(JSON.stringify({ images }) + '\n');
+  return parts.join('---\n');
+}
+
+/** Where a facts problem at `line` is: in the cluster text, or among the images. */
+export function placeFactsLine(clusterText, line, column) {
+  const clusterLines = clusterText.trim() ? clusterText.replace(/\n*$/, '\n').split('\n').length - 1 : 0;
+  return line <= clusterLines ? { id: 'cluster', line, column } : null;
 }

@@ -1,8 +1,144 @@
-// The rule core's result on the page: the verdict, each finding at its
-// line, the diff, the JSON Patch, where the pods land and which lookups the
-// policy makes. Every decision comes from the wasm module; this only shows it.
-import { $, el, copy, download } from './dom.js';
-import { EDITORS, jumpTo, renderGutter } from './editors.js';
+// What the page shows: small DOM helpers; the text editors (a textarea with
+// a line-number gutter that flags the lines findings point at, jumping to a
+// line, opening files into them); and the rule core's result (the verdict,
+// each finding at its line, the diff, the JSON Patch, where the pods land,
+// which lookups the policy makes). Every decision comes from the wasm
+// module; this only shows it. One module, so the first verdict waits on few
+// requests.
+
+// ---- DOM helpers ----------------------------------------------------------------
+
+/** The element of that id. */
+export const $ = (id) => document.getElementById(id);
+
+/** An element with attributes (`class`, `on<event>` handlers, others as is) and children. */
+export function el(tag, attrs = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'class') e.className = v;
+    else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else if (v === true) e.setAttribute(k, '');
+    else e.setAttribute(k, v);
+  }
+  for (const c of children) if (c !== null && c !== undefined && c !== false) e.append(c);
+  return e;
+}
+
+/** A short message, announced to screen readers. */
+export function toast(text) {
+  const t = el('div', { class: 'toast', role: 'status' }, text);
+  document.body.append(t);
+  setTimeout(() => t.remove(), 1800);
+}
+
+/** Copies text to the clipboard, saying whether it worked. */
+export async function copy(text, message) {
+  try { await navigator.clipboard.writeText(text); toast(message); } catch { toast('Copy failed: select the text and copy it'); }
+}
+
+/** Offers text as a file download. */
+export function download(name, text, type = 'application/yaml') {
+  const url = URL.createObjectURL(new Blob([text], { type }));
+  const a = el('a', { href: url, download: name });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+// ---- editors --------------------------------------------------------------------
+
+export const EDITORS = ['object', 'oldObject', 'settings', 'pools', 'cluster'];
+
+function gutterOf(id) { return document.querySelector(`.editor[data-for="${id}"] .gutter`); }
+
+function escapeHtml(s) {
+  return String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c]));
+}
+
+/** Line numbers for the editor, with the lines in `flags` (line → {kind, title}) marked. */
+export function renderGutter(id, flags = new Map()) {
+  const area = $(id);
+  const gutter = gutterOf(id);
+  if (!area || !gutter) return;
+  const lines = area.value.split('\n').length;
+  const parts = [];
+  for (let n = 1; n <= lines; n++) {
+    const flag = flags.get(n);
+    parts.push(flag ? `<div class="flag ${flag.kind}" title="${escapeHtml(flag.title)}">${n}</div>` : `<div>${n}</div>`);
+  }
+  gutter.innerHTML = parts.join('');
+  // Reading the scroll position forces a layout: only when the text was scrolled.
+  if (scrolled.get(id)) gutter.scrollTop = area.scrollTop;
+}
+
+/** How far each editor is scrolled, kept by its scroll handler. */
+const scrolled = new Map();
+
+/** Focuses the editor and selects the line, opening what hides it. */
+export function jumpTo(id, line, column = 1) {
+  const area = $(id);
+  if (!area) return;
+  const lines = area.value.split('\n');
+  let start = 0;
+  for (let i = 0; i < line - 1 && i < lines.length; i++) start += lines[i].length + 1;
+  const end = start + (lines[line - 1] || '').length;
+  for (let d = area.closest('details'); d; d = d.parentElement?.closest('details')) d.open = true;
+  area.focus();
+  area.setSelectionRange(start + Math.max(0, column - 1), end);
+  const lineHeight = parseFloat(getComputedStyle(area).lineHeight) || 19;
+  area.scrollTop = Math.max(0, (line - 3) * lineHeight);
+  scrolled.set(id, area.scrollTop);
+  const gutter = gutterOf(id);
+  if (gutter) gutter.scrollTop = area.scrollTop;
+}
+
+/** Keeps each gutter scrolled with its text. */
+export function syncGutters() {
+  for (const id of EDITORS) {
+    const area = $(id);
+    area?.addEventListener('scroll', () => {
+      scrolled.set(id, area.scrollTop);
+      const g = gutterOf(id);
+      if (g) g.scrollTop = area.scrollTop;
+    });
+  }
+}
+
+/**
+ * Files dropped on `zone` are read as text and handed to `onText(text, name)`;
+ * the zone is marked while a file is over it.
+ */
+export function acceptDrops(zone, onText) {
+  const over = (e) => {
+    if (![...(e.dataTransfer?.types || [])].includes('Files')) return;
+    e.preventDefault();
+    zone.classList.add('dropping');
+  };
+  zone.addEventListener('dragenter', over);
+  zone.addEventListener('dragover', over);
+  zone.addEventListener('dragleave', () => zone.classList.remove('dropping'));
+  zone.addEventListener('drop', async (e) => {
+    const file = e.dataTransfer?.files?.[0];
+    zone.classList.remove('dropping');
+    if (!file) return;
+    e.preventDefault();
+    onText(await file.text(), file.name);
+  });
+}
+
+/** A hidden file input behind a button: the chosen file's text goes to `onText(text, name)`. */
+export function filePicker(button, input, onText) {
+  button.addEventListener('click', () => input.click());
+  input.addEventListener('change', async () => {
+    const file = input.files?.[0];
+    input.value = '';
+    if (file) onText(await file.text(), file.name);
+  });
+}
+
+// ---- results --------------------------------------------------------------------
 
 /**
  * Renders `result` (the JSON of `evaluate`). `place(input, line, column)`
