@@ -211,7 +211,7 @@ async function wire() {
   wireFacts(facts);
   wireSettings(SettingsForm);
   wireWorkspace();
-  examples().catch(failed);
+  examples().catch((e) => notice(`The examples could not be loaded (${e.message}): reload the page to try again.`));
   $('guide').addEventListener('click', tour.startTour);
   metrics.ready = true;
   if (!tour.seen()) tour.startTour();
