@@ -328,8 +328,11 @@ mod tests {
         let read = runtime_class(&rc);
         assert_eq!(read.handler, "runhcs-wcow-process");
         assert_eq!(
-            read.scheduling.node_selector["node.kubernetes.io/windows-build"],
-            "10.0.17763"
+            read.scheduling
+                .node_selector
+                .get("node.kubernetes.io/windows-build")
+                .map(String::as_str),
+            Some("10.0.17763")
         );
         assert_eq!(
             read.scheduling.tolerations.len(),

@@ -163,7 +163,10 @@ impl<K: Ord, V> SortedMap<K, V> {
     /// Sets `key` to `value`, returning the value it replaced.
     pub fn insert(&mut self, key: K, value: V) -> Option<V> {
         match self.find(&key) {
-            Ok(at) => Some(std::mem::replace(&mut self.0[at].1, value)),
+            Ok(at) => self
+                .0
+                .get_mut(at)
+                .map(|entry| std::mem::replace(&mut entry.1, value)),
             Err(at) => {
                 self.0.insert(at, (key, value));
                 None
@@ -176,7 +179,10 @@ impl<K: Ord, V> SortedMap<K, V> {
     where
         K: std::borrow::Borrow<Q>,
     {
-        self.find(key).ok().map(|at| &self.0[at].1)
+        self.find(key)
+            .ok()
+            .and_then(|at| self.0.get(at))
+            .map(|(_, v)| v)
     }
 
     /// Whether the map has `key`.
@@ -276,15 +282,6 @@ impl<K: serde::Serialize, V: serde::Serialize> serde::Serialize for SortedMap<K,
 impl<K: Ord, V, const N: usize> From<[(K, V); N]> for SortedMap<K, V> {
     fn from(pairs: [(K, V); N]) -> Self {
         pairs.into_iter().collect()
-    }
-}
-
-impl<K: Ord + std::borrow::Borrow<Q>, Q: Ord + ?Sized, V> std::ops::Index<&Q> for SortedMap<K, V> {
-    type Output = V;
-
-    /// The value of `key`; panics when the map lacks it, as `BTreeMap` does.
-    fn index(&self, key: &Q) -> &V {
-        self.get(key).expect("no entry for the key")
     }
 }
 
