@@ -3,6 +3,7 @@
 //! the core never fetches anything. With no facts every rule behaves as if
 //! only the request and the settings existed.
 
+use crate::vocab::ordered::StringMap;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Toleration;
@@ -85,7 +86,7 @@ pub struct ClusterRuntimeClass {
 pub struct SchedulingFacts {
     /// `scheduling.nodeSelector`.
     #[serde(default)]
-    pub node_selector: BTreeMap<String, String>,
+    pub node_selector: StringMap,
     /// `scheduling.tolerations`.
     #[serde(default)]
     pub tolerations: Vec<Toleration>,
