@@ -27,11 +27,26 @@ pub fn start() {
 /// [`Outcome`] as JSON: `{"status": "evaluated", ...}` or
 /// `{"status": "invalid-input", "errors": [...]}`. `facts` is optional (the
 /// page may call with five arguments): what the cluster and registries
-/// hold, as for the CLI's `--facts`; empty or absent means no lookups.
-/// `pools_are_nodes` (optional, false when absent): the node pools are the
-/// cluster's Nodes, the node inventory the policy reads.
-#[wasm_bindgen]
+/// hold, as for the CLI's `--facts`; empty or absent means no lookups. The
+/// pools are not the cluster's Nodes: see [`evaluate_js`] for that.
 pub fn evaluate(
+    object: &str,
+    settings: &str,
+    operation: &str,
+    old_object: &str,
+    pools: &str,
+    facts: Option<String>,
+) -> String {
+    evaluate_js(object, settings, operation, old_object, pools, facts, None)
+}
+
+/// The page's `evaluate` (its JavaScript name): [`evaluate`] with one more
+/// optional argument, `pools_are_nodes` (false when absent): the node pools
+/// are the cluster's Nodes, the node inventory the policy reads, and the
+/// lookups are answered from the facts (empty facts: every other lookup
+/// fails, as with a registry that does not answer).
+#[wasm_bindgen(js_name = evaluate)]
+pub fn evaluate_js(
     object: &str,
     settings: &str,
     operation: &str,
