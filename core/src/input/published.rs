@@ -31,8 +31,9 @@ pub const IMAGE_FACTS_KEY: &str = "images.json";
 pub const CONFIG_MAP_PREFIX: &str = "os-placement-image-facts";
 
 /// The most facts text one ConfigMap carries: the API server refuses
-/// objects over 1 MiB (etcd's request limit); the rest is left for metadata.
-pub const SHARD_BYTES: usize = 900 * 1024;
+/// objects over 1 MiB (etcd's request limit); the rest is left for the
+/// syncer's per-image resolution times (shorter than the facts) and metadata.
+pub const SHARD_BYTES: usize = 480 * 1024;
 
 /// Why a ConfigMap's facts cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
