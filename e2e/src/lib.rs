@@ -13,6 +13,7 @@ pub mod capabilities;
 pub mod cases;
 pub mod corpus;
 pub mod error;
+pub mod faults;
 pub mod host;
 pub mod images;
 pub mod request;
