@@ -50,6 +50,8 @@ pub enum SyncError {
 
 /// Runs `facts sync` until it fails, or once with `--once`.
 pub fn run(args: &SyncArgs) -> Result<u8, CliError> {
+    // Err only when a provider is installed already, which is as good.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
