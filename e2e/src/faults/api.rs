@@ -86,6 +86,8 @@ struct Shared {
     store: Mutex<Store>,
     changed: Condvar,
     stop: AtomicBool,
+    /// Accept connections, answer nothing (an API server that hangs).
+    stalled: AtomicBool,
 }
 
 impl Shared {
@@ -119,6 +121,7 @@ impl FakeApi {
             store: Mutex::new(Store::default()),
             changed: Condvar::new(),
             stop: AtomicBool::new(false),
+            stalled: AtomicBool::new(false),
         });
         for object in objects {
             write(&shared, object, "ADDED");
@@ -168,6 +171,12 @@ impl FakeApi {
     /// Adds or replaces an object, as a client's write would.
     pub fn put(&self, object: Value) {
         write(&self.shared, object, "MODIFIED");
+    }
+
+    /// From now on, connections are accepted and never answered, and open
+    /// watches go silent: an API server that hangs.
+    pub fn stall(&self) {
+        self.shared.stalled.store(true, Ordering::SeqCst);
     }
 
     /// The requests seen so far.
@@ -307,7 +316,17 @@ fn target(path: &str) -> Option<Target<'_>> {
     })
 }
 
+/// Holds a connection without answering until the server stops.
+fn hang(shared: &Shared) {
+    while !shared.stop.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 fn serve(stream: &TcpStream, shared: &Shared) {
+    if shared.stalled.load(Ordering::SeqCst) {
+        return hang(shared);
+    }
     let Some(request) = read_request(stream) else {
         return;
     };
@@ -440,6 +459,9 @@ fn watch_collection(
     }
     let started = Instant::now();
     while !shared.stop.load(Ordering::SeqCst) && started.elapsed() < limit {
+        if shared.stalled.load(Ordering::SeqCst) {
+            return hang(shared);
+        }
         let store = shared.lock();
         let events: Vec<Value> = store
             .events

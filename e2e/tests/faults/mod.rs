@@ -74,6 +74,12 @@ fn a_registry_that_misbehaves_never_stalls_admission_with_published_facts() {
     let mut rows = cluster_rows(&suite, &api, &kubeconfig, &registries, &faults);
     rows.extend(registry_rows(&suite, &kubeconfig, &registries, &faults));
     rows.extend(unreachable_api_rows(&suite, &registries));
+    rows.extend(api_hangs_when_warm_rows(
+        &suite,
+        &api,
+        &kubeconfig,
+        &registries,
+    ));
 
     let report = table(&rows, DEADLINE);
     eprintln!("\n{report}");
@@ -243,29 +249,73 @@ fn wait_for_facts(port: u16, review: &Value) -> Outcome {
 }
 
 /// A Kubernetes API that refuses connections (the kubeconfig names a port
-/// nothing listens on), for both settings.
+/// nothing listens on), and one that accepts and never answers, for both
+/// settings. The hanging API is measured, not promised: policy-server's
+/// kube client waits on it (see docs/registry-faults.md).
 fn unreachable_api_rows(suite: &Suite, registries: &[FaultRegistry]) -> Vec<Row> {
-    let kubeconfig = suite.dir.path().join("kubeconfig-unreachable");
-    let port = os_placement_e2e::registry::free_port().unwrap();
-    os_placement_e2e::faults::api::write_kubeconfig(
-        &kubeconfig,
-        &format!("http://127.0.0.1:{port}"),
-    )
-    .unwrap();
-    ["cluster", "registry"]
-        .into_iter()
-        .map(|mode| {
+    let refused = format!(
+        "http://127.0.0.1:{}",
+        os_placement_e2e::registry::free_port().unwrap()
+    );
+    let hanging = FaultRegistry::start(Fault::Hang).unwrap();
+    let apis = [
+        ("Kubernetes API unreachable", refused),
+        (HANGING_API, format!("http://{}", hanging.host())),
+    ];
+    let mut rows = Vec::new();
+    for (i, (class, url)) in apis.iter().enumerate() {
+        let kubeconfig = suite.dir.path().join(format!("kubeconfig-api-{i}"));
+        os_placement_e2e::faults::api::write_kubeconfig(&kubeconfig, url).unwrap();
+        for mode in ["cluster", "registry"] {
             let server = suite.policy_server(mode, &kubeconfig, registries);
             let mut row = measure(suite, &server, mode, &registries[0], &Fault::Healthy);
-            row.class = "Kubernetes API unreachable".into();
+            row.class = (*class).to_string();
+            rows.push(row);
+        }
+    }
+    rows
+}
+
+/// The API server hangs after the policy servers have read it once: their
+/// informer caches keep answering.
+fn api_hangs_when_warm_rows(
+    suite: &Suite,
+    api: &FakeApi,
+    kubeconfig: &std::path::Path,
+    registries: &[FaultRegistry],
+) -> Vec<Row> {
+    let servers: Vec<_> = ["cluster", "registry"]
+        .into_iter()
+        .map(|mode| (mode, suite.policy_server(mode, kubeconfig, registries)))
+        .collect();
+    for (mode, server) in &servers {
+        let warm = measure(suite, server, mode, &registries[0], &Fault::Healthy);
+        assert!(
+            !warm.others_delayed(),
+            "{mode}: not warm: {:?}",
+            warm.probes
+        );
+    }
+    api.stall();
+    servers
+        .iter()
+        .map(|(mode, server)| {
+            let mut row = measure(suite, server, mode, &registries[0], &Fault::Healthy);
+            row.class = "Kubernetes API hangs after start".into();
             row
         })
         .collect()
 }
 
+/// The class the promise does not cover.
+const HANGING_API: &str = "Kubernetes API hangs from the start";
+
 /// What `imageFacts: cluster` promises, and that the faults are real.
 fn check_promise(rows: &[Row], registries: &[FaultRegistry], faults: &[Fault]) {
-    for row in rows.iter().filter(|r| r.mode == "cluster") {
+    for row in rows
+        .iter()
+        .filter(|r| r.mode == "cluster" && r.class != HANGING_API)
+    {
         for probe in &row.probes {
             assert!(
                 matches!(probe.outcome, Outcome::Answered { .. }),
