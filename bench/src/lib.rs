@@ -4,6 +4,7 @@
 #![deny(missing_docs)]
 
 pub mod stats;
+pub mod stderr;
 
 use std::path::PathBuf;
 

@@ -43,7 +43,7 @@ fn selector(d: &Decision, object: &Value) -> Value {
 }
 
 fn node(name: &str, os: &str, build: Option<&str>, taints: &[(&str, &str, &str)]) -> Node {
-    let mut labels: std::collections::BTreeMap<String, String> =
+    let mut labels: os_placement_core::StringMap =
         [("kubernetes.io/os".to_string(), os.to_string())].into();
     if let Some(b) = build {
         labels.insert("node.kubernetes.io/windows-build".into(), b.into());

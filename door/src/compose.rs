@@ -468,8 +468,8 @@ impl<'t> Offsets<'t> {
     }
 }
 
-#[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+#[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;

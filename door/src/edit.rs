@@ -167,8 +167,8 @@ fn indent_lines(text: &str, indent: usize) -> String {
         .collect()
 }
 
-#[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::stream::read_one;

@@ -238,8 +238,8 @@ fn sexagesimal_or_date(s: &str) -> bool {
     starts_with_digit && (colons || date)
 }
 
-#[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::stream::read_one;

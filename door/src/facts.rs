@@ -300,8 +300,8 @@ pub fn read_facts(text: &str) -> Result<HostFacts, TextError> {
     HostFacts::read(text)
 }
 
-#[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+#[cfg(test)]
 mod tests {
     use super::*;
     use os_placement_core::Platform;
@@ -313,6 +313,7 @@ mod tests {
             images: images.iter().map(|s| s.to_string()).collect(),
             runtime_classes: classes.iter().map(|s| s.to_string()).collect(),
             nodes,
+            node_labels: nodes,
             ..Needs::default()
         }
     }

@@ -277,8 +277,8 @@ fn insert(parent: &mut Node, token: &str, node: Node) -> bool {
     }
 }
 
-#[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::stream::read_one;

@@ -199,8 +199,8 @@ pub fn type_name(data: &Data) -> &'static str {
     }
 }
 
-#[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::stream::read_stream;

@@ -167,8 +167,8 @@ pub fn admission_request(
     .request()
 }
 
-#[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#[cfg(test)]
 mod tests {
     use super::*;
 

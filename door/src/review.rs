@@ -67,8 +67,8 @@ pub fn judged_object_pointer(request: &Value) -> &'static str {
     }
 }
 
-#[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#[cfg(test)]
 mod tests {
     use super::*;
 

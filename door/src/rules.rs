@@ -117,8 +117,8 @@ fn kind_not_selected(group: &str, version: &str, kind: &str) -> NotSelected {
     }
 }
 
-#[cfg(test)]
 #[allow(clippy::unwrap_used)]
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::request::admission_request;

@@ -170,8 +170,8 @@ fn go_float32_g(value: f64) -> String {
     format!("{sign}{text}")
 }
 
-#[cfg(test)]
 #[allow(clippy::unwrap_used)]
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -42,8 +42,8 @@ pub fn read_settings(text: &str) -> Result<Settings, SettingsTextError> {
     })
 }
 
-#[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -181,8 +181,8 @@ pub fn content_start(chunk_text: &str, first_line: usize) -> Option<(usize, usiz
     None
 }
 
-#[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+#[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;

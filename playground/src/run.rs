@@ -366,8 +366,8 @@ fn read_pools(text: &str, errors: &mut Vec<InputError>) -> Option<Vec<Pool>> {
     }
 }
 
-#[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#[cfg(test)]
 mod tests {
     use super::*;
 

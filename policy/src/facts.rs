@@ -81,7 +81,7 @@ pub fn gather(needs: &Needs, host: &dyn Host) -> Facts {
         .iter()
         .map(|name| (name.clone(), runtime_class(name, host)))
         .collect_map();
-    let nodes = needs.nodes.then(|| nodes(host));
+    let nodes = needs.nodes.then(|| nodes(host, needs.node_labels));
     Facts {
         images,
         runtime_classes,
@@ -186,13 +186,27 @@ pub const NODE_FIELD_MASKS: [&str; 6] = [
     "status.nodeInfo.kernelVersion",
 ];
 
-fn nodes(host: &dyn Host) -> NodeFacts {
+/// The fields that tell a Node's OS, build and architecture: all the
+/// automatic check reads, a few dozen bytes a node.
+pub const NODE_PLATFORM_MASKS: [&str; 4] = [
+    "metadata.name",
+    "status.nodeInfo.operatingSystem",
+    "status.nodeInfo.architecture",
+    "status.nodeInfo.kernelVersion",
+];
+
+fn nodes(host: &dyn Host, labels: bool) -> NodeFacts {
+    let masks: &[&str] = if labels {
+        &NODE_FIELD_MASKS
+    } else {
+        &NODE_PLATFORM_MASKS
+    };
     let request = json!({
         "api_version": "v1",
         "kind": "Node",
         "label_selector": null,
         "field_selector": null,
-        "field_masks": NODE_FIELD_MASKS,
+        "field_masks": masks,
     });
     match call_json(host, "kubernetes", "list_resources_all", &request) {
         Ok(list) => host_answers::node_list(&list)
@@ -201,8 +215,8 @@ fn nodes(host: &dyn Host) -> NodeFacts {
     }
 }
 
-#[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
+#[cfg(test)]
 mod tests {
     use std::cell::RefCell;
 
@@ -221,6 +235,15 @@ mod tests {
             self.answers
                 .push((op.into(), payload, answer.map_err(str::to_string)));
             self
+        }
+
+        /// The operations called so far, in order.
+        fn operations(&self) -> Vec<String> {
+            self.calls
+                .borrow()
+                .iter()
+                .map(|(op, _)| op.clone())
+                .collect()
         }
     }
 
@@ -424,6 +447,7 @@ mod tests {
         let facts = gather(
             &Needs {
                 nodes: true,
+                node_labels: true,
                 ..Needs::default()
             },
             &host,
@@ -443,24 +467,59 @@ mod tests {
         assert!(matches!(facts.nodes, Some(NodeFacts::LookupFailed(_))));
     }
 
+    /// nodeInventory auto reads only what tells a node's OS, build and
+    /// architecture: `status.nodeInfo` (kubernetes core/v1 NodeSystemInfo;
+    /// a Windows node's kernelVersion is its build, e.g. 10.0.20348.2700).
+    #[test]
+    fn the_automatic_check_lists_nodes_without_labels_or_taints() {
+        let request = json!({"api_version": "v1", "kind": "Node", "label_selector": null,
+            "field_selector": null, "field_masks": NODE_PLATFORM_MASKS});
+        let list = json!({"items": [
+            {"metadata": {"name": "w1"},
+             "status": {"nodeInfo": {"operatingSystem": "windows", "architecture": "amd64", "kernelVersion": "10.0.20348.2700"}}}
+        ]});
+        let host = Fake::default().answer("kubernetes/list_resources_all", request, Ok(list));
+        let needs = Needs {
+            nodes: true,
+            ..Needs::default()
+        };
+        let facts = gather(&needs, &host);
+        let nodes = facts.listed_nodes().unwrap();
+        assert!(nodes[0].is_windows());
+        assert_eq!(nodes[0].windows_build.as_deref(), Some("10.0.20348"));
+        assert_eq!(nodes[0].architecture.as_deref(), Some("amd64"));
+    }
+
     #[test]
     fn no_host_call_when_nothing_is_needed() {
         let host = Fake::default();
-        let payload = json!({"settings": {"imageLookup": "off", "nodeInventory": "off"}, "request": {
+        let payload = json!({"settings": {"imageLookup": "off"}, "request": {
             "operation": "CREATE", "kind": {"kind": "Pod"},
             "object": {"kind": "Pod", "spec": {"containers": [{"name": "c", "image": "registry.corp.example/a:1"}]}}}});
         let response = crate::respond_with(&serde_json::to_vec(&payload).unwrap(), &host);
         assert!(response.accepted);
-        assert!(host.calls.borrow().is_empty());
-        // Negative: with the default undecided, the one image is asked for once.
-        let payload = json!({"settings": {"imageFacts": "registry", "nodeInventory": "off"}, "request": {
-            "operation": "CREATE", "kind": {"kind": "Pod"},
+        // Only the Node list of nodeInventory auto: no image lookup.
+        assert_eq!(host.operations(), ["kubernetes/list_resources_all"]);
+        let off = json!({"settings": {"imageLookup": "off", "nodeInventory": "off"},
+            "request": payload["request"]});
+        crate::respond_with(&serde_json::to_vec(&off).unwrap(), &host);
+        assert_eq!(host.operations(), ["kubernetes/list_resources_all"]);
+        // Negative: with the default undecided, the one image is asked for
+        // once: from the published facts (the default), or from its registry.
+        let pod = json!({"operation": "CREATE", "kind": {"kind": "Pod"},
             "object": {"kind": "Pod", "spec": {"containers": [
                 {"name": "c", "image": "registry.corp.example/a:1"},
-                {"name": "d", "image": "registry.corp.example/a:1"}]}}}});
-        let response = crate::respond_with(&serde_json::to_vec(&payload).unwrap(), &host);
-        assert!(response.accepted);
-        assert_eq!(host.calls.borrow().len(), 1);
-        assert!(response.warnings.unwrap()[0].contains("registry.corp.example/a:1"));
+                {"name": "d", "image": "registry.corp.example/a:1"}]}}});
+        for (settings, lookup) in [
+            (json!({}), "kubernetes/list_resources_by_namespace"),
+            (json!({"imageFacts": "registry"}), "oci/v1/oci_manifest"),
+        ] {
+            host.calls.borrow_mut().clear();
+            let payload = json!({"settings": settings, "request": pod});
+            let response = crate::respond_with(&serde_json::to_vec(&payload).unwrap(), &host);
+            assert!(response.accepted);
+            assert_eq!(host.operations(), [lookup, "kubernetes/list_resources_all"]);
+            assert!(response.warnings.unwrap()[0].contains("registry.corp.example/a:1"));
+        }
     }
 }

@@ -353,3 +353,47 @@ fn verification_config_names_the_release_workflow_of_the_source_repository() {
     assert_eq!(source, expected);
     assert_eq!(config["allOf"].as_array().unwrap().len(), 1, "{config}");
 }
+
+/// The README's settings table names every setting of the declaration
+/// (nested ones as `parent.key` or `parent[].key`; the Linux taint's keys,
+/// which mirror the Windows taint's, on one row), and nothing else.
+#[test]
+fn readme_settings_table_covers_every_setting() {
+    let readme = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"),
+    )
+    .unwrap();
+    let start = readme.find("## Settings").expect("a Settings section");
+    let table: Vec<&str> = readme[start..]
+        .lines()
+        .skip_while(|l| !l.starts_with("| Key"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .collect();
+    let mut documented = std::collections::BTreeSet::new();
+    for row in &table {
+        let cell = row.split('|').nth(1).unwrap_or_default();
+        let keys: Vec<String> = cell
+            .split(',')
+            .map(|k| k.trim().trim_matches('`').to_string())
+            .collect();
+        let parent = keys[0].rsplit_once('.').map(|(p, _)| p.to_string());
+        for key in keys {
+            match (key.strip_prefix('.'), &parent) {
+                (Some(leaf), Some(parent)) => documented.insert(format!("{parent}.{leaf}")),
+                _ => documented.insert(key),
+            };
+        }
+    }
+    let declared: std::collections::BTreeSet<String> = declared_settings()
+        .into_iter()
+        .filter(|(path, _)| !path.contains("tolerations[].") && !path.ends_with(".scheduling"))
+        .map(|(path, _)| path)
+        .collect();
+    let missing: Vec<&String> = declared.difference(&documented).collect();
+    let unknown: Vec<&String> = documented.difference(&declared).collect();
+    assert!(
+        missing.is_empty() && unknown.is_empty(),
+        "missing {missing:?}, unknown {unknown:?}"
+    );
+}

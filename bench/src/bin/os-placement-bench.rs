@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use os_placement_bench::stats::{stats, Stats};
+use os_placement_bench::stderr::StderrTo;
 use os_placement_bench::{Error, Result};
 use os_placement_e2e::review::review_of;
 use os_placement_e2e::{admission_request, corpus_dir, read_yaml, repo_root, wasm_path};
@@ -491,7 +492,11 @@ fn run(options: &Options) -> Result<()> {
     let compile = compile_times(&paths)?;
     let timings = time_cases(&policies, &cases, &payloads, options.rounds)?;
     let containers = time_containers(&policies, (options.rounds / 10).max(5))?;
-    let memory = peak_memories(&policies, &payloads)?;
+    let memory = {
+        let log = options.json.with_file_name("peak-memory-probe.log");
+        let _quiet = StderrTo::file(&log).map_err(|source| Error::Io { path: log, source })?;
+        peak_memories(&policies, &payloads)?
+    };
 
     let measured = Measured {
         compile,

@@ -107,10 +107,11 @@ fn evaluate_read<'a>(
         return Decision::accept(Vec::new());
     }
     let completed = crate::admission::context::complete(settings, facts);
-    // A resolution without facts holds only while there are none.
-    let facts_change_nothing = matches!(completed, Cow::Borrowed(_)) && facts.is_empty();
+    // The resolution read without facts holds while the settings stay as
+    // they are and no image was looked up (nodes change the plan, not it).
+    let resolution_holds = matches!(completed, Cow::Borrowed(_)) && facts.images.is_empty();
     let read = match read {
-        Some(r) if !facts_change_nothing => Some(ReadPod {
+        Some(r) if !resolution_holds => Some(ReadPod {
             resolution: None,
             ..r
         }),

@@ -59,7 +59,8 @@ pub(crate) fn needs_reading<'a>(
             needs.runtime_classes.push(name.to_string());
         }
     }
-    needs.nodes = settings.node_inventory.reads_nodes() || settings.taints_from_nodes();
+    needs.node_labels = settings.node_inventory.explicit() || settings.taints_from_nodes();
+    needs.nodes = settings.node_inventory.reads_nodes() || needs.node_labels;
     let (images, resolution) = images_to_look_up(&pod, settings);
     needs.images = images;
     needs.image_source = image_source(settings);

@@ -14,7 +14,6 @@ use crate::placement::ownership::{
     annotation_op, owned_entries, reconcile, record_after, without, Owned,
 };
 use crate::vocab::kinds::Kind;
-use crate::vocab::ordered::CollectOrdered;
 
 /// A workload with `mutate`: the policy's own nodeSelector entries from an
 /// earlier admission (under `selector`) are judged afresh and recorded.
@@ -31,7 +30,7 @@ pub(crate) fn decide_owning<'a>(
     let owned: Owned = owned_entries(review.object, review.old_object)
         .into_iter()
         .filter(|(pointer, _)| pointer.starts_with(&format!("{selector}/")))
-        .collect_map();
+        .collect();
     let decision = decide(review.object, kind, settings, facts, read, signals);
     if decision.accepted || owned.is_empty() {
         return adopt(review.object, &owned, decision, selector, false);

@@ -3,6 +3,7 @@
 //! the core never fetches anything. With no facts every rule behaves as if
 //! only the request and the settings existed.
 
+use crate::vocab::ordered::StringMap;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Toleration;
@@ -88,7 +89,7 @@ pub struct ClusterRuntimeClass {
 pub struct SchedulingFacts {
     /// `scheduling.nodeSelector`.
     #[serde(default)]
-    pub node_selector: BTreeMap<String, String>,
+    pub node_selector: StringMap,
     /// `scheduling.tolerations`.
     #[serde(default)]
     pub tolerations: Vec<Toleration>,
@@ -165,6 +166,11 @@ pub struct Needs {
     pub runtime_classes: Vec<String>,
     /// Whether to list the cluster's Nodes.
     pub nodes: bool,
+    /// Whether the Nodes must come with their labels and taints (the full
+    /// check, a taint read from the nodes); without, their OS, build and
+    /// architecture (`status.nodeInfo`) are enough, a far smaller list.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub node_labels: bool,
 }
 
 impl Needs {

@@ -12,7 +12,7 @@
 //! `scheduling`) and the kubelet's well-known labels (`kubernetes.io/os`,
 //! `kubernetes.io/arch`, `node.kubernetes.io/windows-build`).
 
-use std::collections::BTreeMap;
+use crate::vocab::ordered::StringMap;
 use std::fmt;
 
 use k8s_openapi::api::core::v1::Toleration;
@@ -132,9 +132,8 @@ fn scheduling(value: Option<&Value>) -> SchedulingFacts {
 }
 
 /// The string entries of a JSON object (labels, a node selector).
-fn string_map(value: Option<&Value>) -> BTreeMap<String, String> {
-    let mut map = BTreeMap::new();
-    // One by one: `collect` into a BTreeMap compiles a sort per element type.
+fn string_map(value: Option<&Value>) -> StringMap {
+    let mut map = StringMap::new();
     for (key, value) in value.and_then(Value::as_object).into_iter().flatten() {
         if let Some(text) = value.as_str() {
             map.insert(key.clone(), text.to_string());
@@ -208,8 +207,8 @@ fn taints(value: Option<&Value>) -> Vec<Taint> {
         .collect()
 }
 
-#[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+#[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
@@ -329,8 +328,11 @@ mod tests {
         let read = runtime_class(&rc);
         assert_eq!(read.handler, "runhcs-wcow-process");
         assert_eq!(
-            read.scheduling.node_selector["node.kubernetes.io/windows-build"],
-            "10.0.17763"
+            read.scheduling
+                .node_selector
+                .get("node.kubernetes.io/windows-build")
+                .map(String::as_str),
+            Some("10.0.17763")
         );
         assert_eq!(
             read.scheduling.tolerations.len(),

@@ -2,8 +2,8 @@
 //! of identical nodes drawn in the playground. Plain data: the filters
 //! live in `scheduling`.
 
+use crate::vocab::ordered::StringMap;
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -31,7 +31,7 @@ pub struct Node {
     pub architecture: Option<String>,
     /// `metadata.labels`.
     #[serde(default)]
-    pub labels: BTreeMap<String, String>,
+    pub labels: StringMap,
     /// `spec.taints`.
     #[serde(default)]
     pub taints: Vec<Taint>,
@@ -94,19 +94,15 @@ impl Node {
         name: impl Into<String>,
         os: Os,
         build: Option<WindowsBuild>,
-        mut labels: BTreeMap<String, String>,
+        mut labels: StringMap,
         taints: Vec<Taint>,
     ) -> Node {
         let build = build.filter(|_| os == Os::Windows);
         for key in [OS_LABEL, BETA_OS_LABEL] {
-            labels
-                .entry(key.to_string())
-                .or_insert_with(|| os.label().to_string());
+            labels.insert_absent(key, || os.label().to_string());
         }
         if let Some(build) = build {
-            labels
-                .entry(WINDOWS_BUILD_LABEL.to_string())
-                .or_insert_with(|| build.to_string());
+            labels.insert_absent(WINDOWS_BUILD_LABEL, || build.to_string());
         }
         Node {
             name: name.into(),
@@ -169,12 +165,8 @@ fn pool_from_value(item: &Value, at: &str) -> Result<Node, Vec<Diagnostic>> {
     }
 }
 
-fn string_map(
-    value: Option<&Value>,
-    at: &str,
-    problems: &mut Vec<Diagnostic>,
-) -> BTreeMap<String, String> {
-    let mut map = BTreeMap::new();
+fn string_map(value: Option<&Value>, at: &str, problems: &mut Vec<Diagnostic>) -> StringMap {
+    let mut map = StringMap::new();
     match value {
         None | Some(Value::Null) => {}
         Some(Value::Object(entries)) => {

@@ -1,7 +1,7 @@
 //! A narrow typed view of a pod spec: only the fields the rules read.
 //! The object itself is never re-serialised; mutations go to its JSON.
 
-use std::collections::BTreeMap;
+use crate::vocab::ordered::StringMap;
 
 use k8s_openapi::api::core::v1::{NodeSelector, Toleration, WindowsSecurityContextOptions};
 use serde::de::DeserializeOwned;
@@ -67,7 +67,7 @@ pub struct PodView<'a> {
     /// `os.name`.
     pub os_name: Option<&'a str>,
     /// `nodeSelector`.
-    pub node_selector: BTreeMap<String, String>,
+    pub node_selector: StringMap,
     /// `affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution`.
     pub required_affinity: Option<NodeSelector>,
     /// `tolerations`.
@@ -203,8 +203,8 @@ impl<'a> FieldReader<'a, '_> {
         }
     }
 
-    fn string_map(&mut self, name: &str) -> BTreeMap<String, String> {
-        let mut map = BTreeMap::new();
+    fn string_map(&mut self, name: &str) -> StringMap {
+        let mut map = StringMap::new();
         let Some(entries) = self.object(name) else {
             return map;
         };

@@ -37,7 +37,7 @@ pub(crate) fn arch_missing(
     if reachable.is_subset(&runnable) {
         return None;
     }
-    let mut fits: ArchSet = reachable.intersection(&runnable).cloned().collect();
+    let mut fits: ArchSet = reachable.intersection(&runnable);
     if fits.is_empty() {
         // No node runs them: pin anyway, so the pod waits for such a node
         // rather than fails on the wrong one (the inventory check warns).

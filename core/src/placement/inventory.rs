@@ -3,8 +3,6 @@
 //! (`scheduling`): the node's OS and build must run the containers, then
 //! NodeAffinity and TaintToleration as the scheduler applies them.
 
-use std::collections::BTreeSet;
-
 use serde_json::Value;
 
 use crate::input::facts::Facts;
@@ -20,7 +18,7 @@ use crate::vocab::constraint::{BuildSet, Builds, Os, Placement};
 use crate::vocab::diagnostics::{Code, Diagnostic};
 use crate::vocab::kinds::Kind;
 use crate::vocab::labels::{ARCH_LABEL, OS_LABEL};
-use crate::vocab::ordered::CollectOrdered;
+use crate::vocab::ordered::SortedSet;
 use crate::vocab::patch::{apply, PatchOp};
 
 /// How far the check goes.
@@ -162,14 +160,14 @@ pub fn no_node(
     if blocked.iter().any(Vec::is_empty) {
         return None;
     }
-    let untolerated: BTreeSet<String> = blocked
+    let untolerated: SortedSet<String> = blocked
         .iter()
         .flatten()
         .filter_map(|b| match b {
             Blocker::Taint(taint) => Some(taint.to_string()),
             _ => None,
         })
-        .collect_set();
+        .collect();
     Some(Diagnostic::new(
         Code::NoNode,
         path,
@@ -183,14 +181,14 @@ pub fn no_node(
 
 /// "no node runs Windows build 10.0.26100; nodes run 10.0.17763, 10.0.20348".
 fn platform_gap(placement: &Placement, nodes: &[Node]) -> String {
-    let windows_builds: BTreeSet<String> = nodes
+    let windows_builds: SortedSet<String> = nodes
         .iter()
         .filter(|n| n.is_windows())
         .map(|n| {
             n.build()
                 .map_or("an unknown build".into(), |b| b.to_string())
         })
-        .collect_set();
+        .collect();
     let has_linux = nodes.iter().any(|n| n.is_linux());
     match (placement.linux, &placement.windows) {
         (false, Some(builds)) if windows_builds.is_empty() => {

@@ -178,8 +178,14 @@ mod tests {
     #[test]
     fn kubelet_labels_are_added() {
         let pool = &pools()[1];
-        assert_eq!(pool.labels[OS_LABEL], "windows");
-        assert_eq!(pool.labels[WINDOWS_BUILD_LABEL], "10.0.17763");
+        assert_eq!(
+            pool.labels.get(OS_LABEL).map(String::as_str),
+            Some("windows")
+        );
+        assert_eq!(
+            pool.labels.get(WINDOWS_BUILD_LABEL).map(String::as_str),
+            Some("10.0.17763")
+        );
         assert_eq!(pools()[0].labels.get(WINDOWS_BUILD_LABEL), None);
     }
 

@@ -8,18 +8,17 @@
 //! policy wrote. An entry is the policy's only while it still holds that
 //! value; once a user changes it, it is theirs and is never touched.
 
-use std::collections::BTreeMap;
+use crate::vocab::ordered::StringMap;
 
 use serde_json::{json, Value};
 
-use crate::vocab::ordered::CollectOrdered;
 use crate::vocab::patch::{escape_token, PatchOp};
 
 /// The annotation holding the record.
 pub const ADDED_ANNOTATION: &str = "os-placement.kubewarden.io/added";
 
 /// Pointer → value of the nodeSelector entries the policy owns.
-pub type Owned = BTreeMap<String, String>;
+pub type Owned = StringMap;
 
 /// The recorded entries that still hold the recorded value. The record is
 /// read from the object, or from the old object when an update dropped it
@@ -33,7 +32,7 @@ pub fn owned_entries(object: &Value, old_object: Option<&Value>) -> Owned {
         .filter(|(pointer, value)| {
             object.pointer(pointer).and_then(Value::as_str) == Some(value.as_str())
         })
-        .collect_map()
+        .collect()
 }
 
 fn read_record(object: &Value) -> Option<Owned> {

@@ -4,7 +4,7 @@
 //! k8s.io/component-helpers/scheduling/corev1/nodeaffinity applies it over
 //! k8s.io/apimachinery/pkg/labels (`NewRequirement`, `Requirement.Matches`).
 
-use std::collections::BTreeMap;
+use crate::vocab::ordered::StringMap;
 
 use k8s_openapi::api::core::v1::{NodeSelector, NodeSelectorRequirement, NodeSelectorTerm};
 
@@ -110,7 +110,7 @@ pub fn affinity_matches(required: &NodeSelector, node: &Node) -> bool {
 /// The nodeSelector entries a node does not carry, with the node's value
 /// (`None`: no such label).
 pub fn selector_misses<'s, 'n>(
-    selector: &'s BTreeMap<String, String>,
+    selector: &'s StringMap,
     node: &'n Node,
 ) -> Vec<(&'s str, &'s str, Option<std::borrow::Cow<'n, str>>)> {
     selector

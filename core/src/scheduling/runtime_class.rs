@@ -5,7 +5,7 @@
 //! same key with another value is a conflict, and the class's tolerations
 //! are appended unless one of the pod's own already covers them.
 
-use std::collections::BTreeMap;
+use crate::vocab::ordered::StringMap;
 
 use k8s_openapi::api::core::v1::{NodeSelector, Toleration};
 
@@ -20,7 +20,7 @@ use crate::vocab::taint::Taint;
 #[derive(Debug, Clone)]
 pub struct PodScheduling<'p> {
     /// `spec.nodeSelector` with the class's entries added.
-    pub node_selector: BTreeMap<String, String>,
+    pub node_selector: StringMap,
     /// Required node affinity, as written.
     pub affinity: Option<&'p NodeSelector>,
     /// `spec.tolerations` with the class's tolerations appended.
@@ -57,8 +57,7 @@ impl<'p> PodScheduling<'p> {
             for (key, value) in &class.scheduling.node_selector {
                 scheduling
                     .node_selector
-                    .entry(key.clone())
-                    .or_insert_with(|| value.clone());
+                    .insert_absent(key.as_str(), || value.clone());
             }
             scheduling
                 .tolerations
@@ -111,7 +110,7 @@ pub fn added_tolerations<'c>(own: &[Toleration], class: &'c RuntimeClass) -> Vec
 /// value: `(key, the pod's value, the class's value)`. The plugin refuses
 /// such a pod.
 pub fn selector_conflicts<'a>(
-    own: &'a BTreeMap<String, String>,
+    own: &'a StringMap,
     class: &'a RuntimeClass,
 ) -> Vec<(&'a str, &'a str, &'a str)> {
     class

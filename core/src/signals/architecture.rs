@@ -67,9 +67,7 @@ impl Architectures {
     pub fn runnable(&self) -> Option<ArchSet> {
         let mut images = self.images.iter();
         let first = images.next()?.archs.clone();
-        Some(images.fold(first, |acc, i| {
-            acc.intersection(&i.archs).cloned().collect()
-        }))
+        Some(images.fold(first, |acc, i| acc.intersection(&i.archs)))
     }
 
     /// Whether the architecture is still open: the pod selects more than one.
@@ -84,7 +82,7 @@ impl Architectures {
         for image in &self.images {
             let narrowed: ArchSet = match &common {
                 None => image.archs.clone(),
-                Some(c) => c.intersection(&image.archs).cloned().collect(),
+                Some(c) => c.intersection(&image.archs),
             };
             if narrowed.is_empty() {
                 return Some(containers_disagree(image, common.as_ref()));

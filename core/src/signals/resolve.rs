@@ -1,8 +1,6 @@
 //! Resolution: every signal about the OS and build a pod needs, with its
 //! field path, and the conflicts between them.
 
-use std::collections::BTreeMap;
-
 use crate::input::facts::{Facts, ImageFacts, Platform};
 use crate::input::pod::{host_process, PodView};
 use crate::input::settings::{LookupFailure, Settings};
@@ -371,7 +369,7 @@ impl Found {
                 .is_some_and(|rc| rc.is_hyperv());
         // Containers often share an image (init containers, many replicas of
         // a sidecar): classify each reference once.
-        let mut classified: BTreeMap<&str, ImageOs> = BTreeMap::new();
+        let mut classified: Vec<(&str, ImageOs)> = Vec::new();
         for (index, container) in pod.containers.iter().enumerate() {
             let Some(image) = container.image else {
                 continue;
@@ -395,10 +393,14 @@ impl Found {
                 Some(ImageFacts::Unpublished) => self.unpublished(&path, image, settings),
                 None => {}
             }
-            let os = classified
-                .entry(image)
-                .or_insert_with(|| classify(image, &settings.windows_images))
-                .clone();
+            let os = match classified.iter().find(|(i, _)| *i == image) {
+                Some((_, os)) => os.clone(),
+                None => {
+                    let os = classify(image, &settings.windows_images);
+                    classified.push((image, os.clone()));
+                    os
+                }
+            };
             if matches!(
                 os,
                 ImageOs::Unknown

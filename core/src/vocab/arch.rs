@@ -3,10 +3,10 @@
 //! `platform.architecture` use the same words), and which architectures a
 //! node filter allows.
 
-use std::collections::BTreeSet;
+use crate::vocab::ordered::SortedSet;
 
 /// A set of architecture names, e.g. `{amd64, arm64}`.
-pub type ArchSet = BTreeSet<String>;
+pub type ArchSet = SortedSet<String>;
 
 /// The architectures a pod's own fields let it land on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,9 +36,7 @@ impl ArchFilter {
             (ArchFilter::Only(a), f) | (f, ArchFilter::Only(a)) => {
                 ArchFilter::Only(a.iter().filter(|x| f.allows(x)).cloned().collect())
             }
-            (ArchFilter::Except(a), ArchFilter::Except(b)) => {
-                ArchFilter::Except(a.union(b).cloned().collect())
-            }
+            (ArchFilter::Except(a), ArchFilter::Except(b)) => ArchFilter::Except(a.union(b)),
         }
     }
 
@@ -46,16 +44,12 @@ impl ArchFilter {
     pub fn union(&self, other: &ArchFilter) -> ArchFilter {
         match (self, other) {
             (ArchFilter::Any, _) | (_, ArchFilter::Any) => ArchFilter::Any,
-            (ArchFilter::Only(a), ArchFilter::Only(b)) => {
-                ArchFilter::Only(a.union(b).cloned().collect())
-            }
+            (ArchFilter::Only(a), ArchFilter::Only(b)) => ArchFilter::Only(a.union(b)),
             (ArchFilter::Except(e), ArchFilter::Only(o))
             | (ArchFilter::Only(o), ArchFilter::Except(e)) => {
                 ArchFilter::Except(e.iter().filter(|x| !o.contains(*x)).cloned().collect())
             }
-            (ArchFilter::Except(a), ArchFilter::Except(b)) => {
-                ArchFilter::Except(a.intersection(b).cloned().collect())
-            }
+            (ArchFilter::Except(a), ArchFilter::Except(b)) => ArchFilter::Except(a.intersection(b)),
         }
     }
 }

@@ -2,8 +2,6 @@
 
 use std::fmt;
 
-use crate::vocab::ordered::CollectOrdered;
-
 /// A Windows kernel build as in the node label node.kubernetes.io/windows-build ("10.0.20348").
 ///
 /// Only the third component is stored: every supported Windows release is 10.0.
@@ -31,13 +29,14 @@ const RELEASES: &[(&str, WindowsBuild)] = &[
 
 /// Every Windows Server build with a release name, oldest first.
 pub fn known_builds() -> Vec<WindowsBuild> {
-    // Through a set: no sort code for this one call.
-    RELEASES
-        .iter()
-        .map(|&(_, b)| b)
-        .collect_set()
-        .into_iter()
-        .collect()
+    // Inserted in order: no sort or set code for this one call.
+    let mut builds: Vec<WindowsBuild> = Vec::new();
+    for &(_, build) in RELEASES {
+        if let Err(at) = builds.binary_search(&build) {
+            builds.insert(at, build);
+        }
+    }
+    builds
 }
 
 impl WindowsBuild {

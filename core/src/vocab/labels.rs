@@ -1,7 +1,7 @@
 //! What node labels say about a node's OS and Windows build, and which
 //! values no node ever carries.
 
-use std::collections::BTreeMap;
+use super::ordered::StringMap;
 
 use crate::vocab::build::WindowsBuild;
 use crate::vocab::constraint::{Builds, Os, Placement};
@@ -266,7 +266,7 @@ pub fn why_no_node_compares(key: &str, greater: bool, bound: i64) -> Option<Stri
 }
 
 /// The nodes a whole nodeSelector admits, as far as placement labels go.
-pub fn selector_placement(selector: &BTreeMap<String, String>) -> Placement {
+pub fn selector_placement(selector: &StringMap) -> Placement {
     selector
         .iter()
         .filter_map(|(k, v)| nodes_with(k, v))

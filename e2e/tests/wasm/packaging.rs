@@ -92,8 +92,8 @@ fn metadata_declares_a_mutating_wapc_policy_with_its_annotations() {
 }
 
 #[test]
-fn readme_policy_manifest_uses_the_metadata_rules() {
-    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+fn documented_policy_manifest_uses_the_metadata_rules() {
+    let readme = std::fs::read_to_string(repo_root().join("docs/deploy.md")).unwrap();
     let start = readme.find("kind: ClusterAdmissionPolicy").unwrap();
     let block_start = readme[..start].rfind("```yaml").unwrap() + "```yaml".len();
     let block_end = block_start + readme[block_start..].find("```").unwrap();
@@ -108,7 +108,7 @@ fn readme_policy_manifest_uses_the_metadata_rules() {
     let answer = host()
         .validate_settings(&manifest["spec"]["settings"])
         .unwrap();
-    assert!(answer.valid, "README settings: {answer:?}");
+    assert!(answer.valid, "docs/deploy.md settings: {answer:?}");
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! its field, type, default and meaning. The struct, its reader, its
 //! defaults, its key list and its schema all come from these declarations.
 
-use std::collections::BTreeMap;
+use crate::vocab::ordered::StringMap;
 
 use k8s_openapi::api::core::v1::Toleration;
 
@@ -135,7 +135,7 @@ settings_object! {
     /// The scheduling part of a RuntimeClass.
     pub struct Scheduling {
         /// As in the RuntimeClass.
-        node_selector: BTreeMap<String, String> = BTreeMap::new() => "nodeSelector";
+        node_selector: StringMap = StringMap::new() => "nodeSelector";
         /// As in the RuntimeClass.
         tolerations: Vec<Toleration> = Vec::new() => "tolerations";
     }

@@ -128,8 +128,12 @@ fn every_key_is_parsed() {
     assert_eq!(class.name, "windows-2022");
     assert_eq!(class.scheduling.node_selector.len(), 3);
     assert_eq!(
-        class.scheduling.node_selector["node.kubernetes.io/windows-build"],
-        "10.0.20348"
+        class
+            .scheduling
+            .node_selector
+            .get("node.kubernetes.io/windows-build")
+            .map(String::as_str),
+        Some("10.0.20348")
     );
     assert_eq!(class.scheduling.tolerations.len(), 1);
     assert_eq!(

@@ -2,7 +2,7 @@
 //! booleans, strings, lists, optional values, label maps, words from a fixed
 //! list, Windows builds and globs.
 
-use std::collections::BTreeMap;
+use crate::vocab::ordered::StringMap;
 
 use serde_json::Value;
 
@@ -123,7 +123,7 @@ impl<T: SettingValue> SettingValue for Vec<T> {
 /// A nodeSelector: label keys to values; `null` reads as empty. Keys must be
 /// label keys; values label values, `linux`/`windows` for the OS label and
 /// `10.0.N` for the build label.
-impl SettingValue for BTreeMap<String, String> {
+impl SettingValue for StringMap {
     const EXPECTED: &'static str = "an object";
 
     fn shape() -> Shape {
@@ -140,11 +140,11 @@ impl SettingValue for BTreeMap<String, String> {
 
     fn read(value: &Value, at: &At<'_>) -> Option<Self> {
         let map = match value {
-            Value::Null => return Some(BTreeMap::new()),
+            Value::Null => return Some(StringMap::new()),
             Value::Object(map) => map,
             _ => return wrong(Self::EXPECTED, value, at),
         };
-        let mut entries = BTreeMap::new();
+        let mut entries = StringMap::new();
         for (key, value) in map {
             let entry = at.entry(key);
             let Some(value) = String::read(value, &entry) else {
