@@ -27,6 +27,9 @@
 #   make test-release   annotated module, AdmissionReview host, real registry, kwctl/policy-server interop,
 #                signing, SBOM, workflows (actionlint), Artifact Hub packaging
 #   make test-context   context-aware placement: real registry, cluster fixtures, real policy-server
+#   make test-faults    registries that hang, slow down, reset, fail or lie, and an unreachable
+#                Kubernetes API, under load through the real policy-server, for imageFacts
+#                registry and cluster (table printed and in target/faults/report.md)
 #   make bench-lookup   per-request time with and without an image lookup
 #   make fuzz-smoke  each fuzz target for FUZZ_SMOKE_RUNS executions (part of `make test`)
 #   make fuzz        each fuzz target for FUZZ_RUNS executions, one after the other
@@ -83,7 +86,7 @@ $(CARGO) build $(LOCKED) -p os-placement-policy --target $(WASM_TARGET) --releas
 @echo "$(WASM): $$(wc -c < $(WASM)) bytes (cargo's output: $$(wc -c < $(WASM_CARGO)))"
 endef
 
-.PHONY: deps tools build run test test-cli bench bench-deps bench-server test-release test-context bench-lookup push artifacthub $(ANNOTATED) policy.wasm fmt lint e2e-tests clean keypair sign sbom reproducible
+.PHONY: deps tools build run test test-cli bench bench-deps bench-server test-release test-context test-faults bench-lookup push artifacthub $(ANNOTATED) policy.wasm fmt lint e2e-tests clean keypair sign sbom reproducible
 
 deps:
 	@command -v rustup >/dev/null || { echo "rustup not found: install it from https://rustup.rs" >&2; exit 1; }
@@ -128,6 +131,7 @@ e2e-tests: build
 	$(E2E_TEST) --lib --bins
 	$(E2E_TEST) --test main wasm::
 	$(MAKE) --no-print-directory test-context
+	$(MAKE) --no-print-directory test-faults
 	$(E2E_TEST) --test main hostile:: -- --nocapture --test-threads=1
 	$(E2E_TEST) --test main release::
 
@@ -154,6 +158,11 @@ test-cli: deps
 test-context: deps
 	$(build-wasm)
 	$(E2E_TEST) --test main context::
+
+# Fault injection (e2e/tests/faults): fault registries and a small Kubernetes API on
+# 127.0.0.1, the real policy-server, the syncer (the CLI `make build` built); about a minute.
+test-faults: build
+	OS_PLACEMENT_CLI="$(CURDIR)/target/release/os-placement" $(E2E_TEST) --test main faults:: -- --nocapture --test-threads=1
 
 # Per-request time with and without an image lookup (release host).
 bench-lookup: build

@@ -1,6 +1,7 @@
 //! Command-line arguments.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use os_placement_core::Operation;
@@ -31,6 +32,78 @@ pub enum Command {
     Fix(FixArgs),
     /// Show the OS and build signals of each pod spec: which field says what.
     Explain(ExplainArgs),
+    /// Image facts kept in the cluster for the policy (`imageFacts: cluster`).
+    #[command(subcommand)]
+    Facts(FactsCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum FactsCommand {
+    /// Resolve the platforms of every image the cluster's Pods and workload
+    /// templates use, from their registries, and publish them as ConfigMaps
+    /// labelled os-placement.kubewarden.io/image-facts=true, which the policy
+    /// reads from the policy server's cache: admission never waits on a
+    /// registry. Runs in the cluster (in-cluster config) or with KUBECONFIG.
+    ///
+    /// Exit code 0 after a sync (`--once`), 2 when the cluster cannot be read
+    /// or the facts cannot be published. Failed image lookups are published
+    /// as such and retried later; they do not fail the sync.
+    Sync(SyncArgs),
+}
+
+/// How `facts sync` reads the cluster and the registries.
+#[derive(Debug, Args)]
+pub struct SyncArgs {
+    /// The namespace to publish the ConfigMaps in (the policy's imageFactsNamespace).
+    #[arg(long, default_value = os_placement_core::DEFAULT_FACTS_NAMESPACE)]
+    pub namespace: String,
+    /// Sync once and exit (a CronJob); without it, sync every --interval (a Deployment).
+    #[arg(long)]
+    pub once: bool,
+    /// Time between syncs.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    pub interval: Duration,
+    /// Longest wait for one registry request (connect, manifest, config), per attempt.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub registry_timeout: Duration,
+    /// Further attempts after a timeout, a connection error or a 5xx answer.
+    #[arg(long, default_value_t = 2)]
+    pub retries: u32,
+    /// Registry lookups in flight at once.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub concurrency: u16,
+    /// How long a failed lookup stands before it is tried again (negative cache).
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
+    pub retry_failed_after: Duration,
+    /// How long resolved platforms stand before they are read again.
+    #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = parse_duration)]
+    pub refresh_after: Duration,
+    /// A registry (host[:port]) reached over plain HTTP; repeat for several.
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pub insecure_registry: Vec<String>,
+}
+
+/// A duration that is not a number followed by ms, s, m or h.
+#[derive(Debug, thiserror::Error)]
+#[error("{0:?} is not a duration: write a number followed by ms, s, m or h, e.g. 10s")]
+pub struct DurationError(String);
+
+/// `500ms`, `10s`, `5m`, `24h`.
+pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().map_err(|_| DurationError(text.into()))?;
+    let seconds = |factor: u64| number.checked_mul(factor).map(Duration::from_secs);
+    match unit {
+        "ms" => Some(Duration::from_millis(number)),
+        "s" => seconds(1),
+        "m" => seconds(60),
+        "h" => seconds(3600),
+        _ => None,
+    }
+    .ok_or_else(|| DurationError(text.into()))
 }
 
 /// Settings and the simulated admission operation.

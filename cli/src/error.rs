@@ -59,4 +59,13 @@ pub enum CliError {
     /// Arguments that do not go together.
     #[error("{0}")]
     Usage(&'static str),
+    /// `facts sync` could not read the cluster or publish the facts.
+    #[error("facts sync: {0}")]
+    Sync(Box<crate::sync::SyncError>),
+}
+
+impl From<crate::sync::SyncError> for CliError {
+    fn from(error: crate::sync::SyncError) -> CliError {
+        CliError::Sync(Box::new(error))
+    }
 }

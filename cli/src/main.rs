@@ -11,13 +11,14 @@ mod fix;
 mod inputs;
 mod report;
 mod results;
+mod sync;
 
 use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
 
 use clap::Parser;
 
-use args::{CheckArgs, Cli, ColorChoice, Command, Format};
+use args::{CheckArgs, Cli, ColorChoice, Command, FactsCommand, Format};
 use engine::Policy;
 use error::CliError;
 use report::{Context, Style};
@@ -32,6 +33,7 @@ fn main() -> ExitCode {
         Command::Check(args) => check(&args),
         Command::Fix(args) => fix::run(&args),
         Command::Explain(args) => explain::run(&args),
+        Command::Facts(FactsCommand::Sync(args)) => sync::run(&args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

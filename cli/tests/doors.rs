@@ -350,12 +350,16 @@ fn every_door_gives_the_same_answer() {
 
 /// A host that answers the policy's calls from a facts file, as a
 /// policy-server would from that cluster and registry: images (the index
-/// as the registry serves it, or the policy's platforms form), Nodes and
-/// RuntimeClasses (kubectl output).
+/// as the registry serves it, or the policy's platforms form) from the
+/// registry (`imageFacts: registry`) or published as the facts syncer
+/// publishes them (`imageFacts: cluster`), Nodes and RuntimeClasses
+/// (kubectl output), and image facts ConfigMaps (kubectl output) as they are.
 struct FactsHost {
     images: BTreeMap<String, Result<Value, String>>,
     nodes: Vec<Value>,
     runtime_classes: Vec<Value>,
+    /// The image facts ConfigMaps the cluster holds.
+    config_maps: Vec<Value>,
 }
 
 impl FactsHost {
@@ -364,6 +368,7 @@ impl FactsHost {
             images: BTreeMap::new(),
             nodes: Vec::new(),
             runtime_classes: Vec::new(),
+            config_maps: Vec::new(),
         };
         for document in read_stream(text) {
             let document = document.unwrap();
@@ -376,6 +381,7 @@ impl FactsHost {
                     match subject.object["kind"].as_str() {
                         Some("Node") => host.nodes.push(subject.object),
                         Some("RuntimeClass") => host.runtime_classes.push(subject.object),
+                        Some("ConfigMap") => host.config_maps.push(subject.object),
                         other => panic!("the test host serves no {other:?}"),
                     }
                 }
@@ -385,8 +391,25 @@ impl FactsHost {
                 host.images.insert(image.clone(), registry_answer(answer));
             }
         }
+        if host.config_maps.is_empty() && !host.images.is_empty() {
+            host.config_maps = published_config_maps(text, host.images.keys().cloned().collect());
+        }
         host
     }
+}
+
+/// The ConfigMaps the facts syncer would publish for the images of a facts
+/// file, had it resolved them to what the file says.
+fn published_config_maps(text: &str, images: Vec<String>) -> Vec<Value> {
+    let needs = os_placement_core::Needs {
+        images,
+        ..Default::default()
+    };
+    let facts = os_placement_door::read_facts(text).unwrap().answer(&needs);
+    os_placement_core::published::config_maps(
+        &facts.images,
+        os_placement_core::DEFAULT_FACTS_NAMESPACE,
+    )
 }
 
 /// What the registry serves for an image of the facts file.
@@ -460,6 +483,10 @@ impl FactsHost {
             }
             ("kubernetes", "list_resources_all") if !self.nodes.is_empty() => {
                 json!({"apiVersion": "v1", "kind": "NodeList", "items": self.nodes})
+            }
+            ("kubernetes", "list_resources_by_namespace") if !self.config_maps.is_empty() => {
+                assert_eq!(payload["kind"], "ConfigMap");
+                json!({"apiVersion": "v1", "kind": "ConfigMapList", "items": self.config_maps})
             }
             _ => {
                 return Err(format!(

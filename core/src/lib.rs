@@ -25,17 +25,24 @@ pub use admission::needs::{needs, needs_request};
 
 // What comes in.
 pub use input::facts::{
-    ClusterRuntimeClass, Facts, ImageFacts, Needs, NodeFacts, Platform, RuntimeClassFacts,
-    SchedulingFacts,
+    ClusterRuntimeClass, Facts, ImageFacts, ImageSource, Needs, NodeFacts, Platform,
+    RuntimeClassFacts, SchedulingFacts,
 };
 pub use input::node::{pools_from_value, Node};
 pub use input::pod::{ContainerList, ContainerView, PodView};
 pub use input::review::{locate_pod_spec, Operation, Review};
 pub use input::settings::schema::{FieldSchema, Shape};
 pub use input::settings::{
-    DefaultOs, ImageLookup, ImageRule, LookupFailure, NodeInventory, RuntimeClass, Scheduling,
-    Settings, SettingsError, TaintSetting, SETTING_KEYS,
+    DefaultOs, ImageFactsSource, ImageLookup, ImageRule, LookupFailure, NodeInventory,
+    RuntimeClass, Scheduling, Settings, SettingsError, TaintSetting, DEFAULT_FACTS_NAMESPACE,
+    SETTING_KEYS,
 };
+
+/// Image facts published in the cluster: the ConfigMaps the facts syncer
+/// writes and every door reads.
+pub mod published {
+    pub use crate::input::published::*;
+}
 
 /// Host answers read as facts: the JSON a Kubewarden host returns (or
 /// `kubectl get -o json` prints) for an image index, an image config, a

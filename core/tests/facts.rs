@@ -368,7 +368,74 @@ fn long_lookup_error_keeps_the_fix_in_the_warning() {
     assert!(!warning.ends_with('…'), "{warning}");
 }
 
+/// An image the published facts do not hold yet: the reference rules with a
+/// warning naming the image, and never a rejection, even with
+/// `lookupFailure: reject` (the syncer learns images only from workloads the
+/// API server stored, so rejecting would keep a new image out for good).
+#[test]
+fn unpublished_image_falls_back_with_a_warning_and_is_never_rejected() {
+    let facts = Facts {
+        images: [(PRIVATE.to_string(), ImageFacts::Unpublished)].into(),
+        ..Facts::default()
+    };
+    let object = pod(spec_with_images(&[PRIVATE]));
+    let d = with(&object, &eks(), &facts);
+    let plain = create(&object, &eks());
+    assert!(d.accepted);
+    assert_eq!(d.patch, plain.patch);
+    let lines = d.warning_lines();
+    let warning = lines
+        .iter()
+        .find(|w| w.contains("not in the image facts"))
+        .unwrap_or_else(|| panic!("{lines:?}"));
+    assert!(warning.contains(PRIVATE), "{warning}");
+    assert!(warning.contains("namespace os-placement"), "{warning}");
+    assert!(warning.chars().count() <= 256, "{warning}");
+    let strict = eks_with(json!({"lookupFailure": "reject", "imageFactsNamespace": "facts"}));
+    let d = with(&object, &strict, &facts);
+    assert!(d.accepted, "{:?}", d.violations);
+    assert!(d
+        .warning_lines()
+        .iter()
+        .any(|w| w.contains("namespace facts")));
+    // Negative: a published failed lookup is still rejected under reject.
+    let failed = Facts {
+        images: [(
+            PRIVATE.to_string(),
+            ImageFacts::LookupFailed("timeout".into()),
+        )]
+        .into(),
+        ..Facts::default()
+    };
+    assert!(!with(&object, &strict, &failed).accepted);
+}
+
 // ---- what to look up ----
+
+#[test]
+fn image_facts_say_where_the_images_are_read() {
+    use os_placement_core::ImageSource;
+    let object = pod(spec_with_images(&[PRIVATE]));
+    // cluster, the default: the published ConfigMaps of the namespace.
+    assert_eq!(
+        needs_of(&object, &eks()).image_source,
+        ImageSource::Cluster {
+            namespace: "os-placement".into()
+        }
+    );
+    let elsewhere = eks_with(json!({"imageFactsNamespace": "kubewarden"}));
+    assert_eq!(
+        needs_of(&object, &elsewhere).image_source,
+        ImageSource::Cluster {
+            namespace: "kubewarden".into()
+        }
+    );
+    // registry: each image's registry; the images wanted are the same.
+    let registry = eks_with(json!({"imageFacts": "registry"}));
+    let n = needs_of(&object, &registry);
+    assert_eq!(n.image_source, ImageSource::Registry);
+    assert_eq!(n.images, needs_of(&object, &eks()).images);
+}
 
 #[test]
 fn undecided_looks_up_only_images_whose_reference_decides_nothing() {

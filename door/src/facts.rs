@@ -10,10 +10,16 @@
 //!   or a RuntimeClass object), `nodes` (`{listed: [...]}`, or a list of
 //!   Node objects); or
 //! - Kubernetes objects as `kubectl get nodes,runtimeclasses -o yaml` (or
-//!   `-o json`) prints them: Nodes and RuntimeClasses, alone or in a List.
+//!   `-o json`) prints them: Nodes and RuntimeClasses, alone or in a List;
+//!   and the image facts ConfigMaps the facts syncer publishes
+//!   (`kubectl get configmaps -n os-placement -l
+//!   os-placement.kubewarden.io/image-facts=true -o yaml`), read as the
+//!   policy reads them.
 //!
 //! The file then answers as a host would ([`HostFacts::answer`]): what it
-//! holds is found; an image it lacks is a failed lookup; a RuntimeClass it
+//! holds is found; an image it lacks is a failed lookup, or, when the file
+//! holds image facts ConfigMaps, not published yet (as the policy says with
+//! `imageFacts: cluster`); a RuntimeClass it
 //! lacks does not exist when the file lists RuntimeClass objects (a cluster
 //! listing holds them all), else it is a failed lookup; no Nodes is a failed
 //! Node list. The same facts then give the same answer through every door.
@@ -21,6 +27,7 @@
 use std::collections::BTreeMap;
 
 use os_placement_core::host_answers::{self, AnswerProblem, ManifestAnswer};
+use os_placement_core::published;
 use os_placement_core::{
     Facts, ImageFacts, Needs, Node as ClusterNode, NodeFacts, Platform, RuntimeClassFacts,
 };
@@ -38,10 +45,12 @@ pub struct HostFacts {
     runtime_classes: BTreeMap<String, RuntimeClassFacts>,
     /// RuntimeClass objects were listed: a name not among them does not exist.
     listed_runtime_classes: bool,
+    /// Image facts ConfigMaps were given: an image not among them is not published yet.
+    published_images: bool,
     nodes: Option<NodeFacts>,
 }
 
-const EXPECTED: &str = "a facts file holds images, runtimeClasses and nodes (the policy's facts), or Node and RuntimeClass objects (kubectl get nodes,runtimeclasses -o yaml)";
+const EXPECTED: &str = "a facts file holds images, runtimeClasses and nodes (the policy's facts), or Node and RuntimeClass objects (kubectl get nodes,runtimeclasses -o yaml) and image facts ConfigMaps (kubectl get configmaps -l os-placement.kubewarden.io/image-facts=true -o yaml)";
 
 impl HostFacts {
     /// Reads a facts file; an error names where and what is wrong.
@@ -64,9 +73,13 @@ impl HostFacts {
     pub fn answer(&self, needs: &Needs) -> Facts {
         let mut facts = Facts::default();
         for image in &needs.images {
-            let found = self.images.get(image).cloned().unwrap_or_else(|| {
-                ImageFacts::LookupFailed("the facts file has no platforms for it".to_string())
-            });
+            let found = match self.images.get(image) {
+                Some(found) => found.clone(),
+                None if self.published_images => ImageFacts::Unpublished,
+                None => {
+                    ImageFacts::LookupFailed("the facts file has no platforms for it".to_string())
+                }
+            };
             facts.images.insert(image.clone(), found);
         }
         for name in &needs.runtime_classes {
@@ -119,6 +132,7 @@ impl HostFacts {
         let kind = node.text("kind").unwrap_or("");
         match (kind, node.get("items")) {
             ("Node", _) => self.push_node(host_answers::node(&node.to_json())),
+            ("ConfigMap", _) => self.add_config_map(node, what)?,
             ("RuntimeClass", _) => {
                 let name = node
                     .get("metadata")
@@ -149,6 +163,29 @@ impl HostFacts {
             }
             (kind, _) => return Err(problem(node, format!("{what} is a {kind}: {EXPECTED}"))),
         }
+        Ok(())
+    }
+
+    /// An image facts ConfigMap, read as the policy reads it.
+    fn add_config_map(&mut self, node: &Node, what: &str) -> Result<(), TextError> {
+        let labelled = node
+            .get("metadata")
+            .and_then(|m| m.get("labels"))
+            .and_then(|labels| labels.text(published::IMAGE_FACTS_LABEL))
+            == Some("true");
+        if !labelled {
+            return Err(problem(
+                node,
+                format!(
+                    "{what} is a ConfigMap without the label {}=true: only image facts ConfigMaps are facts",
+                    published::IMAGE_FACTS_LABEL
+                ),
+            ));
+        }
+        let images = published::config_map_images(&node.to_json())
+            .map_err(|e| problem(node, format!("{what}: {e}")))?;
+        self.images.extend(images);
+        self.published_images = true;
         Ok(())
     }
 
@@ -277,6 +314,7 @@ mod tests {
             runtime_classes: classes.iter().map(|s| s.to_string()).collect(),
             nodes,
             node_labels: nodes,
+            ..Needs::default()
         }
     }
 
@@ -364,6 +402,53 @@ runtimeClasses:
         assert!(matches!(answer.nodes, Some(NodeFacts::LookupFailed(_))));
         // Nothing asked, nothing answered.
         assert!(facts.answer(&Needs::default()).is_empty());
+    }
+
+    /// What `kubectl get configmaps -l os-placement.kubewarden.io/image-facts=true
+    /// -o yaml` prints for the ConfigMaps the syncer publishes.
+    const PUBLISHED: &str = r#"apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: ConfigMap
+  metadata:
+    name: os-placement-image-facts-0
+    namespace: os-placement
+    labels:
+      os-placement.kubewarden.io/image-facts: "true"
+  data:
+    images.json: '{"images":{"corp/win:1":{"platforms":[{"os":"windows","osVersion":"10.0.20348.1","architecture":"amd64"}]},"corp/down:1":{"lookupFailed":"timeout"}}}'
+metadata:
+  resourceVersion: ""
+"#;
+
+    #[test]
+    fn published_config_maps_are_read_as_the_policy_reads_them() {
+        let facts = HostFacts::read(PUBLISHED).unwrap();
+        let answer = facts.answer(&needs(
+            &["corp/win:1", "corp/down:1", "corp/new:1"],
+            &[],
+            false,
+        ));
+        assert!(
+            matches!(&answer.images["corp/win:1"], ImageFacts::Platforms(p) if p[0].os == "windows")
+        );
+        assert_eq!(
+            answer.images["corp/down:1"],
+            ImageFacts::LookupFailed("timeout".into())
+        );
+        // Not published yet, as the policy says with imageFacts: cluster.
+        assert_eq!(answer.images["corp/new:1"], ImageFacts::Unpublished);
+        // Negative: a ConfigMap that is not image facts is refused, naming the label.
+        let e =
+            HostFacts::read(&PUBLISHED.replace("image-facts: \"true\"", "other: x")).unwrap_err();
+        assert!(
+            e.message
+                .contains("without the label os-placement.kubewarden.io/image-facts=true"),
+            "{e}"
+        );
+        let e = HostFacts::read(&PUBLISHED.replace("{\"images\":{", "{\"images\":[")).unwrap_err();
+        assert!(e.message.contains("not a facts document"), "{e}");
     }
 
     #[test]

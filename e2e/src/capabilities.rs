@@ -5,8 +5,10 @@
 //!
 //! - `kubewarden`/`oci`/`v1/oci_manifest` and `v1/oci_manifest_config`: from a
 //!   real registry, through the same OCI client policy-server uses;
-//! - `kubewarden`/`kubernetes`/`get_resource` and `list_resources_all`: from
-//!   fixture files of a cluster (`e2e/clusters/<name>/*.yaml`).
+//! - `kubewarden`/`kubernetes`/`get_resource`, `list_resources_all` and
+//!   `list_resources_by_namespace`: from fixture files of a cluster
+//!   (`e2e/clusters/<name>/*.yaml`) and the objects a test adds (the image
+//!   facts ConfigMaps, say).
 //!
 //! Every other call, and every failure, is an error answer, never a panic.
 
@@ -138,7 +140,13 @@ impl ContextHost {
                 let request: ListAll =
                     serde_json::from_slice(payload).map_err(|e| HostCallError(e.to_string()))?;
                 let cluster = connected(cluster, &request.api_version, &request.kind)?;
-                cluster.list(&request)
+                cluster.list(&request, None)
+            }
+            "list_resources_by_namespace" => {
+                let request: ListByNamespace =
+                    serde_json::from_slice(payload).map_err(|e| HostCallError(e.to_string()))?;
+                let cluster = connected(cluster, &request.list.api_version, &request.list.kind)?;
+                cluster.list(&request.list, Some(&request.namespace))
             }
             _ => return Err(format!("unknown operation: {operation}").into()),
         };
@@ -299,6 +307,21 @@ struct ListAll {
     field_masks: Option<BTreeSet<String>>,
 }
 
+/// `list_resources_by_namespace` payload (SDK `ListResourcesByNamespaceRequest`).
+#[derive(Debug, Deserialize)]
+struct ListByNamespace {
+    namespace: String,
+    #[serde(flatten)]
+    list: ListAll,
+}
+
+/// Whether `object`'s labels match an equality-based label `selector`
+/// (`k=v`, `k==v`, `k!=v`, `k`, `!k`, comma-separated).
+pub fn label_selector_matches(selector: &str, object: &Value) -> Result<bool> {
+    let requirements = parse_selector(Some(selector))?;
+    Ok(requirements.iter().all(|r| r.matches(|k| label(object, k))))
+}
+
 /// A cluster as fixture files: Kubernetes objects (YAML documents or `List`s).
 #[derive(Debug, Clone, Default)]
 pub struct Cluster {
@@ -326,7 +349,11 @@ pub fn objects_of(text: &str) -> Result<Vec<Value>> {
 }
 
 /// Kinds every cluster serves, even with no object of them.
-const BUILT_IN: [(&str, &str); 2] = [("v1", "Node"), ("node.k8s.io/v1", "RuntimeClass")];
+const BUILT_IN: [(&str, &str); 3] = [
+    ("v1", "Node"),
+    ("node.k8s.io/v1", "RuntimeClass"),
+    ("v1", "ConfigMap"),
+];
 
 impl Cluster {
     /// Every `*.yaml` file in `dir`.
@@ -354,6 +381,13 @@ impl Cluster {
             objects,
             allowed: None,
         }
+    }
+
+    /// The cluster with `objects` added (image facts ConfigMaps, say).
+    #[must_use]
+    pub fn with_objects(mut self, objects: impl IntoIterator<Item = Value>) -> Self {
+        self.objects.extend(objects);
+        self
     }
 
     /// Only these `(apiVersion, kind)` may be read, as a policy's
@@ -412,11 +446,12 @@ impl Cluster {
         Ok(masked(object, request.field_masks.as_ref()))
     }
 
-    fn list(&self, request: &ListAll) -> Result<Value> {
+    fn list(&self, request: &ListAll, namespace: Option<&str>) -> Result<Value> {
         let labels = parse_selector(request.label_selector.as_deref())?;
         let fields = parse_selector(request.field_selector.as_deref())?;
         let items: Vec<Value> = self
             .of_kind(&request.api_version, &request.kind)?
+            .filter(|o| namespace.is_none_or(|ns| text(o, "metadata.namespace") == Some(ns)))
             .filter(|o| {
                 labels.iter().all(|s| s.matches(|k| label(o, k)))
                     && fields.iter().all(|s| s.matches(|k| text(o, k)))

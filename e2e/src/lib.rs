@@ -13,8 +13,10 @@ pub mod capabilities;
 pub mod cases;
 pub mod corpus;
 pub mod error;
+pub mod faults;
 pub mod host;
 pub mod images;
+pub mod published;
 pub mod request;
 pub mod review;
 

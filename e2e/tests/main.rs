@@ -15,6 +15,7 @@
 )]
 
 mod context;
+mod faults;
 mod hostile;
 mod release;
 mod wasm;

@@ -7,7 +7,8 @@
 //!
 //! | namespace / operation | when | payload | answer read |
 //! |---|---|---|---|
-//! | `oci` / `v1/oci_manifest` | per distinct image reference of the pod (containers, init, ephemeral), `imageLookup: undecided` (default): only references the name rules leave undecided, and only while the pod's OS or (with `pinWindowsBuild`) its Windows build is still open; `always`: every image; `off`: never | the reference as a JSON string, e.g. `"registry.corp/app/billing:4.2"` | an image index (`manifests[].platform.{os, os.version, architecture}`; OCI or Docker manifest list) or an image manifest (has `config`, no `manifests`) |
+//! | `kubernetes` / `list_resources_by_namespace` | `imageFacts: cluster` (default): once per request that wants images (which ones: `imageLookup`, below) | `{"api_version":"v1","kind":"ConfigMap","namespace":N,"label_selector":"os-placement.kubewarden.io/image-facts=true","field_selector":null,"field_masks":["metadata.name","data"]}` (N: `imageFactsNamespace`) | a List of the ConfigMaps the facts syncer publishes; each `data["images.json"]` is a facts document (`os_placement_core::published`). policy-server serves it from its informer cache: no registry, and no API call once warm |
+//! | `oci` / `v1/oci_manifest` | `imageFacts: registry`: per distinct image reference of the pod (containers, init, ephemeral), `imageLookup: undecided` (default): only references the name rules leave undecided, and only while the pod's OS or (with `pinWindowsBuild`) its Windows build is still open; `always`: every image; `off`: never | the reference as a JSON string, e.g. `"registry.corp/app/billing:4.2"` | an image index (`manifests[].platform.{os, os.version, architecture}`; OCI or Docker manifest list) or an image manifest (has `config`, no `manifests`) |
 //! | `oci` / `v1/oci_manifest_config` | only after `v1/oci_manifest` answered an image manifest | the same JSON string | `{"manifest", "digest", "config"}`: `config.os`, `config["os.version"]`, `config.architecture` |
 //! | `kubernetes` / `get_resource` | once per `spec.runtimeClassName` not declared in settings `runtimeClasses` | `{"api_version":"node.k8s.io/v1","kind":"RuntimeClass","name":N,"namespace":null,"disable_cache":false,"field_masks":null}` | the RuntimeClass: `handler`, `scheduling.nodeSelector`, `scheduling.tolerations`. An error whose text contains `not found` (any case), `NotFound`, or policy-server's `Cannot find <apiVersion>/<Kind> named '<name>'` means the class does not exist |
 //! | `kubernetes` / `list_resources_all` | at most once per request, when `nodeInventory` is `warn`/`reject` or `windowsTaint: fromNodes` | `{"api_version":"v1","kind":"Node","label_selector":null,"field_selector":null,"field_masks":["metadata.name","metadata.labels","spec.taints","status.nodeInfo.operatingSystem","status.nodeInfo.architecture","status.nodeInfo.kernelVersion"]}` | a List `{"items":[Node...]}`: OS from `kubernetes.io/os` label else `nodeInfo.operatingSystem`; build from `node.kubernetes.io/windows-build` label else the first three parts of `nodeInfo.kernelVersion` |
@@ -27,9 +28,12 @@
 //! class, or Nodes) and the error (`lookupFailure: reject` makes an image
 //! lookup failure a rejection).
 
+use std::collections::BTreeMap;
+
 use os_placement_core::host_answers::{self, ManifestAnswer};
+use os_placement_core::published::{self, IMAGE_FACTS_SELECTOR};
 use os_placement_core::CollectOrdered;
-use os_placement_core::{Facts, Needs};
+use os_placement_core::{Facts, ImageSource, Needs};
 use os_placement_core::{ImageFacts, NodeFacts, Platform, RuntimeClassFacts};
 use serde_json::{json, Value};
 
@@ -60,11 +64,18 @@ impl Host for Wapc {
 /// Asks the host for everything `needs` lists: one call per image (two for
 /// a single image manifest), one per RuntimeClass, one Node list.
 pub fn gather(needs: &Needs, host: &dyn Host) -> Facts {
-    let images = needs
-        .images
-        .iter()
-        .map(|image| (image.clone(), image_facts(image, host)))
-        .collect_map();
+    let images = if needs.images.is_empty() {
+        BTreeMap::new()
+    } else {
+        match &needs.image_source {
+            ImageSource::Registry => needs
+                .images
+                .iter()
+                .map(|image| (image.clone(), image_facts(image, host)))
+                .collect_map(),
+            ImageSource::Cluster { namespace } => published_images(&needs.images, namespace, host),
+        }
+    };
     let runtime_classes = needs
         .runtime_classes
         .iter()
@@ -88,6 +99,36 @@ fn call_json(
     let answer = host.call(namespace, operation, &body)?;
     serde_json::from_slice(&answer)
         .map_err(|e| format!("{namespace}/{operation}: answer is not JSON: {e}"))
+}
+
+/// The fields of an image facts ConfigMap the policy reads (the host prunes the rest).
+pub const CONFIG_MAP_FIELD_MASKS: [&str; 2] = ["metadata.name", "data"];
+
+/// The wanted images' facts from the ConfigMaps the syncer publishes in
+/// `namespace`: one list, served from the policy server's informer cache.
+fn published_images(
+    wanted: &[String],
+    namespace: &str,
+    host: &dyn Host,
+) -> BTreeMap<String, ImageFacts> {
+    let request = json!({
+        "api_version": "v1",
+        "kind": "ConfigMap",
+        "namespace": namespace,
+        "label_selector": IMAGE_FACTS_SELECTOR,
+        "field_selector": null,
+        "field_masks": CONFIG_MAP_FIELD_MASKS,
+    });
+    match call_json(host, "kubernetes", "list_resources_by_namespace", &request) {
+        Ok(list) => published::wanted_images(&list, wanted),
+        Err(e) => {
+            let error = format!("the image facts of namespace {namespace} cannot be read: {e}");
+            wanted
+                .iter()
+                .map(|image| (image.clone(), ImageFacts::LookupFailed(error.clone())))
+                .collect()
+        }
+    }
 }
 
 fn image_facts(image: &str, host: &dyn Host) -> ImageFacts {
@@ -225,11 +266,69 @@ mod tests {
         }
     }
 
+    /// Images read from their registry (`imageFacts: registry`).
     fn needs_images(images: &[&str]) -> Needs {
         Needs {
             images: images.iter().map(|s| s.to_string()).collect(),
             ..Needs::default()
         }
+    }
+
+    fn config_map_request(namespace: &str) -> Value {
+        json!({"api_version": "v1", "kind": "ConfigMap", "namespace": namespace,
+            "label_selector": "os-placement.kubewarden.io/image-facts=true",
+            "field_selector": null, "field_masks": ["metadata.name", "data"]})
+    }
+
+    #[test]
+    fn cluster_facts_are_one_config_map_list_for_every_image() {
+        let published = BTreeMap::from([(
+            "corp/win:1".to_string(),
+            ImageFacts::Platforms(vec![Platform {
+                os: "windows".into(),
+                os_version: Some("10.0.17763.1".into()),
+                architecture: None,
+            }]),
+        )]);
+        let list = json!({"items": published::config_maps(&published, "facts")});
+        let host = Fake::default().answer(
+            "kubernetes/list_resources_by_namespace",
+            config_map_request("facts"),
+            Ok(list),
+        );
+        let needs = Needs {
+            images: vec!["corp/win:1".into(), "corp/new:1".into()],
+            image_source: ImageSource::Cluster {
+                namespace: "facts".into(),
+            },
+            ..Needs::default()
+        };
+        let facts = gather(&needs, &host);
+        assert_eq!(facts.images["corp/win:1"], published["corp/win:1"]);
+        assert_eq!(facts.images["corp/new:1"], ImageFacts::Unpublished);
+        // One call, and never a registry.
+        let calls = host.calls.borrow();
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0].0, "kubernetes/list_resources_by_namespace");
+        drop(calls);
+        // The list fails: each image is a failed lookup naming the namespace.
+        let down = Fake::default();
+        let facts = gather(&needs, &down);
+        assert!(
+            matches!(&facts.images["corp/win:1"], ImageFacts::LookupFailed(e)
+                if e.starts_with("the image facts of namespace facts cannot be read")),
+            "{facts:?}"
+        );
+        // No image wanted: no call.
+        let idle = Fake::default();
+        gather(
+            &Needs {
+                image_source: needs.image_source.clone(),
+                ..Needs::default()
+            },
+            &idle,
+        );
+        assert!(idle.calls.borrow().is_empty());
     }
 
     #[test]
@@ -405,19 +504,22 @@ mod tests {
             "request": payload["request"]});
         crate::respond_with(&serde_json::to_vec(&off).unwrap(), &host);
         assert_eq!(host.operations(), ["kubernetes/list_resources_all"]);
-        // Negative: with the default undecided, the one image is asked for once.
-        let payload = json!({"settings": {}, "request": {
-            "operation": "CREATE", "kind": {"kind": "Pod"},
+        // Negative: with the default undecided, the one image is asked for
+        // once: from the published facts (the default), or from its registry.
+        let pod = json!({"operation": "CREATE", "kind": {"kind": "Pod"},
             "object": {"kind": "Pod", "spec": {"containers": [
                 {"name": "c", "image": "registry.corp.example/a:1"},
-                {"name": "d", "image": "registry.corp.example/a:1"}]}}}});
-        host.calls.borrow_mut().clear();
-        let response = crate::respond_with(&serde_json::to_vec(&payload).unwrap(), &host);
-        assert!(response.accepted);
-        assert_eq!(
-            host.operations(),
-            ["oci/v1/oci_manifest", "kubernetes/list_resources_all"]
-        );
-        assert!(response.warnings.unwrap()[0].contains("registry.corp.example/a:1"));
+                {"name": "d", "image": "registry.corp.example/a:1"}]}}});
+        for (settings, lookup) in [
+            (json!({}), "kubernetes/list_resources_by_namespace"),
+            (json!({"imageFacts": "registry"}), "oci/v1/oci_manifest"),
+        ] {
+            host.calls.borrow_mut().clear();
+            let payload = json!({"settings": settings, "request": pod});
+            let response = crate::respond_with(&serde_json::to_vec(&payload).unwrap(), &host);
+            assert!(response.accepted);
+            assert_eq!(host.operations(), [lookup, "kubernetes/list_resources_all"]);
+            assert!(response.warnings.unwrap()[0].contains("registry.corp.example/a:1"));
+        }
     }
 }

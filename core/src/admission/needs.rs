@@ -3,10 +3,10 @@
 
 use serde_json::Value;
 
-use crate::input::facts::{Facts, Needs};
+use crate::input::facts::{Facts, ImageSource, Needs};
 use crate::input::pod::PodView;
 use crate::input::review::{locate_pod_spec, Operation, Review};
-use crate::input::settings::{ImageLookup, Settings};
+use crate::input::settings::{ImageFactsSource, ImageLookup, Settings};
 use crate::signals::architecture::Architectures;
 use crate::signals::resolve::{resolve_with, Resolution};
 use crate::vocab::kinds::Kind;
@@ -63,6 +63,7 @@ pub(crate) fn needs_reading<'a>(
     needs.nodes = settings.node_inventory.reads_nodes() || needs.node_labels;
     let (images, resolution) = images_to_look_up(&pod, settings);
     needs.images = images;
+    needs.image_source = image_source(settings);
     (needs, Some(ReadPod { pod, resolution }))
 }
 
@@ -97,6 +98,16 @@ fn images_to_look_up(pod: &PodView<'_>, settings: &Settings) -> (Vec<String>, Op
         }
     }
     (images, resolution)
+}
+
+/// Where the images' platforms are read, as `imageFacts` says.
+fn image_source(settings: &Settings) -> ImageSource {
+    match settings.image_facts {
+        ImageFactsSource::Registry => ImageSource::Registry,
+        ImageFactsSource::Cluster => ImageSource::Cluster {
+            namespace: settings.image_facts_namespace.clone(),
+        },
+    }
 }
 
 /// Whether the pod's own fields leave more than one architecture open.

@@ -37,6 +37,9 @@ pub enum ImageFacts {
     Platforms(Vec<Platform>),
     /// The lookup failed: the error text, for the warning.
     LookupFailed(String),
+    /// The image facts published in the cluster do not hold it yet: the
+    /// facts syncer resolves it for a later request.
+    Unpublished,
 }
 
 /// One platform an image runs on (OCI image-index `platform`, or config).
@@ -136,12 +139,29 @@ impl Facts {
     }
 }
 
+/// Where the adapter reads the platforms of the images it needs.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ImageSource {
+    /// Each image's registry, one lookup per image (`imageFacts: registry`).
+    #[default]
+    Registry,
+    /// The image facts ConfigMaps of one namespace, one list for every image
+    /// (`imageFacts: cluster`; see `input::published`).
+    Cluster {
+        /// The namespace the facts are published in.
+        namespace: String,
+    },
+}
+
 /// What the adapter should look up for one request.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Needs {
     /// Distinct image references to read platforms for, in pod order.
     pub images: Vec<String>,
+    /// Where to read them.
+    pub image_source: ImageSource,
     /// RuntimeClass names the settings do not declare.
     pub runtime_classes: Vec<String>,
     /// Whether to list the cluster's Nodes.

@@ -5,5 +5,6 @@ pub mod facts;
 pub mod host_answers;
 pub mod node;
 pub mod pod;
+pub mod published;
 pub mod review;
 pub mod settings;

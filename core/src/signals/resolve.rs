@@ -390,6 +390,7 @@ impl Found {
                 Some(ImageFacts::LookupFailed(error)) => {
                     self.lookup_failed(&path, image, error, settings)
                 }
+                Some(ImageFacts::Unpublished) => self.unpublished(&path, image, settings),
                 None => {}
             }
             let os = match classified.iter().find(|(i, _)| *i == image) {
@@ -471,6 +472,21 @@ impl Found {
                 ..d
             }),
         }
+    }
+
+    /// An image the published facts do not hold yet: always a warning, never
+    /// a rejection, since the syncer only learns images from workloads the
+    /// API server admitted.
+    fn unpublished(&mut self, path: &str, image: &str, settings: &Settings) {
+        self.warnings.push(Diagnostic::new(
+            Code::LookupFailed,
+            path,
+            format!(
+                "{image} is not in the image facts of namespace {} yet, so its OS is read from the reference",
+                settings.image_facts_namespace
+            ),
+            "the facts syncer (os-placement facts sync) adds it; check that it runs",
+        ));
     }
 
     fn image_by_reference(

@@ -48,6 +48,11 @@ pub fn is_dns_subdomain(s: &str) -> bool {
         })
 }
 
+/// Lower-case RFC 1123 label (a namespace name): up to 63 characters, no dots.
+pub fn is_dns_label(s: &str) -> bool {
+    s.len() <= 63 && !s.contains('.') && is_dns_subdomain(s)
+}
+
 fn is_lower_alnum(b: u8) -> bool {
     b.is_ascii_lowercase() || b.is_ascii_digit()
 }
@@ -83,5 +88,15 @@ mod tests {
         assert!(!is_dns_subdomain("windows_2022"));
         assert!(!is_dns_subdomain("a..b"));
         assert!(!is_dns_subdomain(""));
+    }
+
+    #[test]
+    fn dns_labels() {
+        assert!(is_dns_label("os-placement"));
+        assert!(is_dns_label("kube-system"));
+        assert!(!is_dns_label("os.placement"));
+        assert!(!is_dns_label("OS-placement"));
+        assert!(!is_dns_label(&"a".repeat(64)));
+        assert!(!is_dns_label(""));
     }
 }

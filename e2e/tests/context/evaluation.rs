@@ -32,8 +32,38 @@ pub fn pod(name: &str, images: &[&str], spec: Value) -> Value {
 }
 
 /// `object` (a CREATE) evaluated with `settings` on a fresh instance whose
-/// host calls `host` answers.
+/// host calls `host` answers. Settings that do not choose `imageFacts` are
+/// evaluated both ways: with the published facts (`cluster`, no OCI call)
+/// and with admission-time lookups (`registry`), which must agree on the
+/// verdict, the patch and the number of warnings; the `registry`
+/// evaluation is returned, its host calls left for the test to read.
 pub fn evaluate(host: &Arc<ContextHost>, object: &Value, settings: &Value) -> Evaluation {
+    if settings.get("imageFacts").is_some() {
+        return evaluate_once(host, object, settings);
+    }
+    let published = evaluate_once(host, object, settings);
+    let calls = host.take_calls();
+    assert!(
+        !calls.iter().any(|c| c.namespace == "oci"),
+        "imageFacts: cluster asked a registry: {calls:?}"
+    );
+    let mut registry_settings = settings.clone();
+    registry_settings["imageFacts"] = json!("registry");
+    let looked_up = evaluate_once(host, object, &registry_settings);
+    let (a, b) = (&published.response, &looked_up.response);
+    assert_eq!(
+        (a.accepted, &published.patch, a.warnings().len()),
+        (b.accepted, &looked_up.patch, b.warnings().len()),
+        "imageFacts cluster and registry disagree:\n  cluster  {} {:?}\n  registry {} {:?}",
+        a.message(),
+        a.warnings(),
+        b.message(),
+        b.warnings()
+    );
+    looked_up
+}
+
+fn evaluate_once(host: &Arc<ContextHost>, object: &Value, settings: &Value) -> Evaluation {
     let instance = module().instantiate_with(host.clone()).unwrap();
     let verdict = instance.validate_settings(settings).unwrap();
     assert!(verdict.valid, "settings {settings}: {:?}", verdict.message);

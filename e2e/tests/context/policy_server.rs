@@ -41,15 +41,22 @@ fn policy_server_looks_images_up_in_the_registry_as_our_host_does() {
     };
     annotate_file(&files, "v1").expect("run `make build` first");
     let bytes = std::fs::read(&wasm).unwrap();
-    let eks = json!({"windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"}});
+    // Admission-time lookups (imageFacts: registry): policy-server runs
+    // without a Kubernetes API here; the published facts are measured
+    // through it in the fault suite (e2e/tests/faults).
+    let eks = json!({"imageFacts": "registry",
+        "windowsTaint": {"key": "os", "value": "windows", "effect": "NoSchedule"}});
     let down = format!("127.0.0.1:{}", free_port().unwrap());
     let mut settings = serde_json::Map::new();
     settings.insert("eks".to_owned(), eks.clone());
     // Untainted Windows nodes: a Linux pod gets the selector, so Linux shows.
-    settings.insert("none".to_owned(), json!({"defaultOS": "none"}));
+    settings.insert(
+        "none".to_owned(),
+        json!({"defaultOS": "none", "imageFacts": "registry"}),
+    );
     settings.insert(
         "eks-reject".to_owned(),
-        json!({"lookupFailure": "reject", "windowsTaint": eks["windowsTaint"]}),
+        json!({"lookupFailure": "reject", "imageFacts": "registry", "windowsTaint": eks["windowsTaint"]}),
     );
     settings.insert("ungranted".to_owned(), eks.clone());
     // policy-server denies every host capability a policy is not granted

@@ -3,8 +3,10 @@
 
 use std::sync::Arc;
 
+use os_placement_core::DEFAULT_FACTS_NAMESPACE;
 use os_placement_e2e::capabilities::{Cluster, ContextHost, Registries};
 use os_placement_e2e::images::{push_standard_images, StandardImages};
+use os_placement_e2e::published;
 use os_placement_e2e::registry::LocalRegistry;
 use os_placement_e2e::repo_root;
 
@@ -27,13 +29,21 @@ pub fn registries(registry: &LocalRegistry) -> Registries {
 }
 
 /// Host calls answered from `registry` (if any) and cluster `name` (if any).
+/// With a registry, the cluster also holds the image facts ConfigMaps the
+/// facts syncer would publish for every image in it, so `imageFacts:
+/// cluster` (the default) and `imageFacts: registry` both find them.
 pub fn context(registry: Option<&LocalRegistry>, cluster_name: Option<&str>) -> Arc<ContextHost> {
     let mut host = ContextHost::new();
+    let mut objects = cluster_name.map(cluster);
     if let Some(registry) = registry {
+        let images = published::catalog(registry.port()).unwrap();
+        let resolver = ContextHost::new().with_registries(registries(registry));
+        let config_maps = published::config_maps(&resolver, &images, DEFAULT_FACTS_NAMESPACE);
+        objects = Some(objects.unwrap_or_default().with_objects(config_maps));
         host = host.with_registries(registries(registry));
     }
-    if let Some(name) = cluster_name {
-        host = host.with_cluster(cluster(name));
+    if let Some(cluster) = objects {
+        host = host.with_cluster(cluster);
     }
     Arc::new(host)
 }

@@ -17,7 +17,7 @@ fn image() -> String {
     )
 }
 
-const DEPLOY: [&str; 5] = ["eks", "gke", "aks", "runtimeclass", "monitor"];
+const DEPLOY: [&str; 6] = ["eks", "gke", "aks", "runtimeclass", "monitor", "rke2"];
 
 #[test]
 fn deploy_manifests_match_metadata_and_their_settings_are_valid() {
@@ -43,7 +43,15 @@ fn deploy_manifests_match_metadata_and_their_settings_are_valid() {
             Some(format!("registry://{}", image()).as_str()),
             "{name}: module"
         );
-        assert_eq!(spec["failurePolicy"], "Fail", "{name}");
+        // Protect fails closed (a pod admitted unplaced may never start);
+        // monitor only records, so it fails open.
+        let failure_policy = if name == "monitor" { "Ignore" } else { "Fail" };
+        assert_eq!(spec["failurePolicy"], failure_policy, "{name}");
+        // Answers take milliseconds (docs/registry-faults.md); a stalled
+        // policy server costs a request 5 s, not the API server's default 10.
+        assert_eq!(spec["timeoutSeconds"], 5, "{name}");
+        // Its own PolicyServer: its faults cannot stall other policies.
+        assert_eq!(spec["policyServer"], "os-placement", "{name}");
         let excluded = &spec["namespaceSelector"]["matchExpressions"][0];
         assert_eq!(excluded["operator"], "NotIn", "{name}");
         assert!(
@@ -83,5 +91,144 @@ fn deploy_settings_are_the_example_settings() {
         let settings =
             read_yaml(&repo_root().join(format!("examples/settings/{example}.yaml"))).unwrap();
         assert_eq!(policy["spec"]["settings"], settings, "{deploy}");
+    }
+}
+
+/// The objects of a multi-document manifest in deploy/, by kind and name.
+fn deploy_objects(file: &str) -> Vec<Value> {
+    let text = std::fs::read_to_string(repo_root().join("deploy").join(file)).unwrap();
+    os_placement_e2e::capabilities::objects_of(&text).unwrap()
+}
+
+fn find<'a>(objects: &'a [Value], kind: &str, name: &str) -> &'a Value {
+    objects
+        .iter()
+        .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("no {kind} {name}"))
+}
+
+/// Every (apiGroup, resource, verb) a Role or ClusterRole grants.
+fn grants(role: &Value) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    for rule in role["rules"].as_array().unwrap() {
+        for group in rule["apiGroups"].as_array().unwrap() {
+            for resource in rule["resources"].as_array().unwrap() {
+                for verb in rule["verbs"].as_array().unwrap() {
+                    out.insert(format!(
+                        "{}/{}:{}",
+                        group.as_str().unwrap(),
+                        resource.as_str().unwrap(),
+                        verb.as_str().unwrap()
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn set(items: &[&str]) -> std::collections::BTreeSet<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+/// The PolicyServer the policies name reads what their contextAwareResources
+/// list, the image facts only in their namespace, and writes nothing.
+#[test]
+fn the_policy_server_reads_what_the_policy_reads_and_nothing_more() {
+    let objects = deploy_objects("policy-server.yaml");
+    let server = find(&objects, "PolicyServer", "os-placement");
+    let account = server["spec"]["serviceAccountName"].as_str().unwrap();
+    find(&objects, "ServiceAccount", account);
+    assert_eq!(
+        grants(find(&objects, "ClusterRole", "os-placement-policy-server")),
+        set(&[
+            "/nodes:get",
+            "/nodes:list",
+            "/nodes:watch",
+            "node.k8s.io/runtimeclasses:get",
+            "node.k8s.io/runtimeclasses:list",
+            "node.k8s.io/runtimeclasses:watch"
+        ])
+    );
+    let role = find(&objects, "Role", "os-placement-policy-server");
+    assert_eq!(
+        role["metadata"]["namespace"],
+        os_placement_core::DEFAULT_FACTS_NAMESPACE
+    );
+    assert_eq!(
+        grants(role),
+        set(&["/configmaps:get", "/configmaps:list", "/configmaps:watch"])
+    );
+    for binding in ["ClusterRoleBinding", "RoleBinding"] {
+        let subject = &find(&objects, binding, "os-placement-policy-server")["subjects"][0];
+        assert_eq!(subject["name"], account, "{binding}");
+    }
+    // Every kind the policy reads is one the server may read.
+    let metadata = metadata_yml();
+    let kinds: Vec<&str> = metadata["contextAwareResources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["RuntimeClass", "ConfigMap", "Node"]);
+}
+
+/// The syncer lists workloads, writes ConfigMaps only in the facts
+/// namespace, and publishes where the policy reads by default.
+#[test]
+fn the_facts_syncer_lists_workloads_and_writes_only_its_config_maps() {
+    let objects = deploy_objects("facts-sync.yaml");
+    let namespace = os_placement_core::DEFAULT_FACTS_NAMESPACE;
+    assert_eq!(
+        grants(find(&objects, "ClusterRole", "os-placement-facts-sync")),
+        set(&[
+            "/pods:list",
+            "/replicationcontrollers:list",
+            "apps/deployments:list",
+            "apps/replicasets:list",
+            "apps/statefulsets:list",
+            "apps/daemonsets:list",
+            "batch/jobs:list",
+            "batch/cronjobs:list"
+        ])
+    );
+    let role = find(&objects, "Role", "os-placement-facts-sync");
+    assert_eq!(role["metadata"]["namespace"], namespace);
+    assert_eq!(
+        grants(role),
+        set(&[
+            "/configmaps:get",
+            "/configmaps:list",
+            "/configmaps:create",
+            "/configmaps:update",
+            "/configmaps:delete"
+        ])
+    );
+    let cron = deploy_objects("facts-sync-cronjob.yaml");
+    let deployment =
+        &find(&objects, "Deployment", "os-placement-facts-sync")["spec"]["template"]["spec"];
+    let job = &find(&cron, "CronJob", "os-placement-facts-sync")["spec"]["jobTemplate"]["spec"]
+        ["template"]["spec"];
+    for (what, pod, mode) in [
+        ("Deployment", deployment, "--interval"),
+        ("CronJob", job, "--once"),
+    ] {
+        assert_eq!(
+            pod["serviceAccountName"], "os-placement-facts-sync",
+            "{what}"
+        );
+        let args: Vec<&str> = pod["containers"][0]["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        assert_eq!(
+            args[..4],
+            ["facts", "sync", "--namespace", namespace],
+            "{what}"
+        );
+        assert!(args.contains(&mode), "{what}: {args:?}");
     }
 }

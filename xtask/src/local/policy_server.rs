@@ -42,6 +42,29 @@ impl PolicyServer {
         sources: Option<&Value>,
         extra: &[&std::ffi::OsStr],
     ) -> Result<PolicyServer> {
+        Self::spawn_in(binary, dir, policies, sources, extra, None)
+    }
+
+    /// [`PolicyServer::spawn_with`] reaching the Kubernetes API server its
+    /// `kubeconfig` names (KUBECONFIG), as context-aware policies need.
+    pub fn spawn_with_kubeconfig(
+        binary: &Path,
+        dir: &Path,
+        policies: &Value,
+        sources: Option<&Value>,
+        kubeconfig: &Path,
+    ) -> Result<PolicyServer> {
+        Self::spawn_in(binary, dir, policies, sources, &[], Some(kubeconfig))
+    }
+
+    fn spawn_in(
+        binary: &Path,
+        dir: &Path,
+        policies: &Value,
+        sources: Option<&Value>,
+        extra: &[&std::ffi::OsStr],
+        kubeconfig: Option<&Path>,
+    ) -> Result<PolicyServer> {
         let policies_path = dir.join("policies.yml");
         write(&policies_path, json_bytes(policies))?;
         let downloads = dir.join("downloads");
@@ -67,6 +90,9 @@ impl PolicyServer {
             .stdout(log("policy-server.log")?)
             .stderr(log("policy-server.err")?)
             .args(extra);
+        if let Some(kubeconfig) = kubeconfig {
+            command.env("KUBECONFIG", kubeconfig);
+        }
         if let Some(sources) = sources {
             let path = dir.join("sources.json");
             write(&path, json_bytes(sources))?;
@@ -111,6 +137,11 @@ impl PolicyServer {
             status.is_some()
         });
         status
+    }
+
+    /// The port it serves admission reviews on (127.0.0.1).
+    pub fn port(&self) -> u16 {
+        self.port
     }
 
     /// What the process wrote to stdout and stderr so far.

@@ -19,7 +19,7 @@ use std::fmt;
 use serde::Serialize;
 use serde_json::Value;
 
-pub use objects::{ImageRule, RuntimeClass, Scheduling, Settings};
+pub use objects::{ImageRule, RuntimeClass, Scheduling, Settings, DEFAULT_FACTS_NAMESPACE};
 pub use taints::TaintSetting;
 
 use crate::vocab::diagnostics::{render, Code, Diagnostic};
@@ -54,6 +54,24 @@ values::word_setting!(ImageLookup {
     "off" => ImageLookup::Off,
     "undecided" => ImageLookup::Undecided,
     "always" => ImageLookup::Always,
+});
+
+/// Where image platforms come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImageFactsSource {
+    /// The facts the syncer (`os-placement facts sync`) publishes as
+    /// ConfigMaps, read from the policy server's informer cache: admission
+    /// never waits on a registry.
+    Cluster,
+    /// The registry, asked at admission time by the policy server: a
+    /// registry that hangs stalls admission (the policy server's OCI calls
+    /// have no timeout).
+    Registry,
+}
+
+values::word_setting!(ImageFactsSource {
+    "cluster" => ImageFactsSource::Cluster,
+    "registry" => ImageFactsSource::Registry,
 });
 
 /// What a failed lookup does.

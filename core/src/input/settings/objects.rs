@@ -9,11 +9,17 @@ use k8s_openapi::api::core::v1::Toleration;
 use crate::input::settings::declare::{settings_object, Validate};
 use crate::input::settings::read::At;
 use crate::input::settings::taints::TaintSetting;
-use crate::input::settings::{DefaultOs, ImageLookup, LookupFailure, NodeInventory};
+use crate::input::settings::{
+    DefaultOs, ImageFactsSource, ImageLookup, LookupFailure, NodeInventory,
+};
 use crate::vocab::build::WindowsBuild;
 use crate::vocab::glob::{Glob, GlobError};
 use crate::vocab::isolation::Isolation;
-use crate::vocab::names::is_dns_subdomain;
+use crate::vocab::names::{is_dns_label, is_dns_subdomain};
+
+/// The namespace the facts syncer publishes image facts in, unless the
+/// settings name another.
+pub const DEFAULT_FACTS_NAMESPACE: &str = "os-placement";
 
 settings_object! {
     /// The policy's settings, as `ClusterAdmissionPolicy.spec.settings` gives them.
@@ -40,6 +46,10 @@ settings_object! {
         windows_images: Vec<ImageRule> = Vec::new() => "windowsImages";
         /// Which images to read from their registry: off, undecided (only those whose reference says nothing, or no build, while the pod's OS or build is open) or always.
         image_lookup: ImageLookup = ImageLookup::Undecided => "imageLookup";
+        /// Where the platforms of the images imageLookup wants come from: cluster (the ConfigMaps the facts syncer publishes, read from the policy server's cache, so admission never waits on a registry) or registry (asked at admission time: a registry that hangs stalls admission).
+        image_facts: ImageFactsSource = ImageFactsSource::Cluster => "imageFacts";
+        /// The namespace of the image facts ConfigMaps (imageFacts: cluster).
+        image_facts_namespace: String = DEFAULT_FACTS_NAMESPACE.to_string() => "imageFactsNamespace";
         /// A failed image lookup: warn (fall back to the reference rules) or reject.
         lookup_failure: LookupFailure = LookupFailure::Warn => "lookupFailure";
         /// Read the cluster's Nodes: auto warns about a pod no node runs (its OS, build or architecture) when the Nodes can be read and says nothing when they cannot; warn and reject also check selectors and taints after the patch and use the nodes' builds for placement; off reads nothing.
@@ -72,6 +82,15 @@ impl Validate for Settings {
                     ),
                 );
             }
+        }
+        if !is_dns_label(&self.image_facts_namespace) {
+            at.problem_at(
+                "imageFactsNamespace",
+                format_args!(
+                    "{:?} is not a namespace name (a lower-case DNS label such as os-placement)",
+                    self.image_facts_namespace
+                ),
+            );
         }
         for (i, build) in self.windows_builds.iter().enumerate() {
             if self.windows_builds.iter().take(i).any(|b| b == build) {

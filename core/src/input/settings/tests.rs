@@ -879,6 +879,8 @@ fn settings_error_displays_one_problem_per_line() {
 fn context_settings_default_to_undecided_lookups_and_the_automatic_node_check() {
     let s = ok(json!({}));
     assert_eq!(s.image_lookup, ImageLookup::Undecided);
+    assert_eq!(s.image_facts, ImageFactsSource::Cluster);
+    assert_eq!(s.image_facts_namespace, "os-placement");
     assert_eq!(s.lookup_failure, LookupFailure::Warn);
     assert_eq!(s.node_inventory, NodeInventory::Auto);
     assert!(s.node_inventory.reads_nodes() && !s.node_inventory.explicit());
@@ -899,6 +901,20 @@ fn bad_context_settings_name_the_field_and_the_choices() {
         json!({"imageLookup": "sometimes"}),
         "imageLookup",
         &["\"off\", \"undecided\" or \"always\""],
+    );
+    one_problem(
+        json!({"imageFacts": "configmap"}),
+        "imageFacts",
+        &["\"cluster\" or \"registry\""],
+    );
+    one_problem(
+        json!({"imageFactsNamespace": "OS_placement"}),
+        "imageFactsNamespace",
+        &["\"OS_placement\" is not a namespace name", "DNS label"],
+    );
+    assert_eq!(
+        ok(json!({"imageFacts": "registry", "imageFactsNamespace": "kubewarden"})).image_facts,
+        ImageFactsSource::Registry
     );
     one_problem(
         json!({"lookupFailure": "fail"}),
@@ -1019,7 +1035,8 @@ fn every_setting_round_trips_through_json() {
             "scheduling": {"nodeSelector": {"kubernetes.io/os": "windows"},
                 "tolerations": [{"key": "os", "operator": "Exists", "effect": "NoSchedule"}]}}],
         "windowsImages": [{"pattern": "r/*", "windowsBuild": "10.0.17763"}],
-        "imageLookup": "always", "lookupFailure": "reject", "nodeInventory": "warn",
+        "imageLookup": "always", "imageFacts": "registry", "imageFactsNamespace": "facts",
+        "lookupFailure": "reject", "nodeInventory": "warn",
         "windowsBuilds": ["10.0.20348"]
     });
     let written = ok(full.clone()).to_json();

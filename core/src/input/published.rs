@@ -1,0 +1,313 @@
+//! Image facts published in the cluster: the ConfigMaps the facts syncer
+//! (`os-placement facts sync`) writes in one namespace and the policy reads
+//! with `kubernetes/list_resources_by_namespace`, which policy-server serves
+//! from its informer cache. Each ConfigMap carries the label
+//! [`IMAGE_FACTS_LABEL`]` = "true"` and one data key, [`IMAGE_FACTS_KEY`],
+//! whose text is a facts document in the core's own form:
+//! `{"images": {"<reference>": {"platforms": [...]} | {"lookupFailed": "..."}}}`.
+//! The same document is what `--facts` and the playground read, so
+//! `kubectl get configmaps -l <label> -o yaml` can be checked against as it is.
+//!
+//! Pure conversions: building the ConfigMaps from facts, and reading the
+//! facts a request wants back from them.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde_json::{json, Value};
+
+use crate::input::facts::{Facts, ImageFacts};
+
+/// The label every image facts ConfigMap carries, with the value `"true"`.
+pub const IMAGE_FACTS_LABEL: &str = "os-placement.kubewarden.io/image-facts";
+
+/// The label selector that finds them.
+pub const IMAGE_FACTS_SELECTOR: &str = "os-placement.kubewarden.io/image-facts=true";
+
+/// The data key holding the facts document.
+pub const IMAGE_FACTS_KEY: &str = "images.json";
+
+/// The names of the ConfigMaps: this prefix, `-`, the shard number.
+pub const CONFIG_MAP_PREFIX: &str = "os-placement-image-facts";
+
+/// The most facts text one ConfigMap carries: the API server refuses
+/// objects over 1 MiB (etcd's request limit); the rest is left for the
+/// syncer's per-image resolution times (shorter than the facts) and metadata.
+pub const SHARD_BYTES: usize = 480 * 1024;
+
+/// Why a ConfigMap's facts cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PublishedProblem {
+    /// The list answer has no `items`.
+    NoItems,
+    /// A ConfigMap without the data key.
+    NoFacts {
+        /// The ConfigMap's name.
+        config_map: String,
+    },
+    /// The data key's text is not a facts document.
+    NotFacts {
+        /// The ConfigMap's name.
+        config_map: String,
+        /// The parser's words.
+        error: String,
+    },
+}
+
+impl fmt::Display for PublishedProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PublishedProblem::NoItems => f.write_str("the ConfigMap list has no items"),
+            PublishedProblem::NoFacts { config_map } => {
+                write!(f, "ConfigMap {config_map} has no {IMAGE_FACTS_KEY}")
+            }
+            PublishedProblem::NotFacts { config_map, error } => write!(
+                f,
+                "ConfigMap {config_map}: {IMAGE_FACTS_KEY} is not a facts document: {error}"
+            ),
+        }
+    }
+}
+
+/// The images one image facts ConfigMap carries.
+pub fn config_map_images(
+    config_map: &Value,
+) -> Result<BTreeMap<String, ImageFacts>, PublishedProblem> {
+    let name = config_map
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("(unnamed)")
+        .to_string();
+    let text = config_map
+        .get("data")
+        .and_then(|data| data.get(IMAGE_FACTS_KEY))
+        .and_then(Value::as_str)
+        .ok_or_else(|| PublishedProblem::NoFacts {
+            config_map: name.clone(),
+        })?;
+    serde_json::from_str::<Facts>(text)
+        .map(|facts| facts.images)
+        .map_err(|e| PublishedProblem::NotFacts {
+            config_map: name,
+            error: e.to_string(),
+        })
+}
+
+/// What a list of image facts ConfigMaps (a `list_resources_by_namespace`
+/// answer) says about each `wanted` image: its published facts; not
+/// published yet ([`ImageFacts::Unpublished`]); or, when the list or one of
+/// its ConfigMaps cannot be read, a failed lookup naming why.
+pub fn wanted_images(list: &Value, wanted: &[String]) -> BTreeMap<String, ImageFacts> {
+    let failed = |problem: &PublishedProblem| ImageFacts::LookupFailed(problem.to_string());
+    let Some(items) = list.get("items").and_then(Value::as_array) else {
+        return each(wanted, failed(&PublishedProblem::NoItems));
+    };
+    let mut published = BTreeMap::new();
+    let mut unreadable = None;
+    for item in items {
+        match config_map_images(item) {
+            Ok(images) => published.extend(images),
+            Err(problem) => unreadable = Some(problem),
+        }
+    }
+    wanted
+        .iter()
+        .map(|image| {
+            let facts = match (published.remove(image), &unreadable) {
+                (Some(found), _) => found,
+                // It may be in the shard that cannot be read.
+                (None, Some(problem)) => failed(problem),
+                (None, None) => ImageFacts::Unpublished,
+            };
+            (image.clone(), facts)
+        })
+        .collect()
+}
+
+/// The same facts for every wanted image.
+fn each(wanted: &[String], facts: ImageFacts) -> BTreeMap<String, ImageFacts> {
+    wanted
+        .iter()
+        .map(|image| (image.clone(), facts.clone()))
+        .collect()
+}
+
+/// The ConfigMaps that publish `images` in `namespace`: references in
+/// order, each ConfigMap's facts text under [`SHARD_BYTES`], named
+/// `<CONFIG_MAP_PREFIX>-0`, `-1`, ... An image whose facts alone exceed a
+/// shard is published as a failed lookup saying so.
+pub fn config_maps(images: &BTreeMap<String, ImageFacts>, namespace: &str) -> Vec<Value> {
+    let mut shards: Vec<BTreeMap<&str, ImageFacts>> = vec![BTreeMap::new()];
+    let mut used = 0;
+    for (image, facts) in images {
+        let mut facts = facts.clone();
+        let mut size = entry_size(image, &facts);
+        if size > SHARD_BYTES / 2 {
+            facts = ImageFacts::LookupFailed(format!(
+                "its index lists too many platforms ({size} bytes of facts)"
+            ));
+            size = entry_size(image, &facts);
+        }
+        if used + size > SHARD_BYTES && used > 0 {
+            shards.push(BTreeMap::new());
+            used = 0;
+        }
+        used += size;
+        if let Some(shard) = shards.last_mut() {
+            shard.insert(image, facts);
+        }
+    }
+    shards
+        .iter()
+        .enumerate()
+        .map(|(number, shard)| config_map(number, shard, namespace))
+        .collect()
+}
+
+/// The bytes one image adds to a facts document.
+fn entry_size(image: &str, facts: &ImageFacts) -> usize {
+    let value = serde_json::to_string(facts).map_or(0, |text| text.len());
+    let key = serde_json::to_string(image).map_or(0, |text| text.len());
+    key + value + 2
+}
+
+fn config_map(number: usize, images: &BTreeMap<&str, ImageFacts>, namespace: &str) -> Value {
+    let document = json!({ "images": images });
+    json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": format!("{CONFIG_MAP_PREFIX}-{number}"),
+            "namespace": namespace,
+            "labels": { IMAGE_FACTS_LABEL: "true" },
+        },
+        "data": { IMAGE_FACTS_KEY: document.to_string() },
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+    use crate::input::facts::Platform;
+
+    fn windows(version: &str) -> ImageFacts {
+        ImageFacts::Platforms(vec![Platform {
+            os: "windows".into(),
+            os_version: Some(version.into()),
+            architecture: Some("amd64".into()),
+        }])
+    }
+
+    fn images() -> BTreeMap<String, ImageFacts> {
+        BTreeMap::from([
+            ("corp/win:1".to_string(), windows("10.0.20348.1")),
+            (
+                "corp/down:1".to_string(),
+                ImageFacts::LookupFailed("timeout".into()),
+            ),
+        ])
+    }
+
+    fn list(items: Vec<Value>) -> Value {
+        json!({"apiVersion": "v1", "kind": "ConfigMapList", "items": items})
+    }
+
+    #[test]
+    fn published_facts_are_read_back_as_they_were_written() {
+        let maps = config_maps(&images(), "os-placement");
+        assert_eq!(maps.len(), 1);
+        let map = &maps[0];
+        assert_eq!(map["metadata"]["name"], "os-placement-image-facts-0");
+        assert_eq!(map["metadata"]["namespace"], "os-placement");
+        assert_eq!(map["metadata"]["labels"][IMAGE_FACTS_LABEL], "true");
+        assert_eq!(config_map_images(map).unwrap(), images());
+        let wanted = ["corp/win:1", "corp/down:1", "corp/new:1"].map(String::from);
+        let found = wanted_images(&list(maps), &wanted);
+        assert_eq!(found["corp/win:1"], windows("10.0.20348.1"));
+        assert_eq!(
+            found["corp/down:1"],
+            ImageFacts::LookupFailed("timeout".into())
+        );
+        assert_eq!(found["corp/new:1"], ImageFacts::Unpublished);
+    }
+
+    #[test]
+    fn shards_stay_under_the_object_limit_and_hold_every_image() {
+        let many: BTreeMap<String, ImageFacts> = (0..12_000)
+            .map(|i| {
+                (
+                    format!("registry.example/team-{i}/app:1.{i}"),
+                    windows("10.0.17763.1"),
+                )
+            })
+            .collect();
+        let maps = config_maps(&many, "facts");
+        assert!(maps.len() > 1, "{} shards", maps.len());
+        let mut read = BTreeMap::new();
+        for (number, map) in maps.iter().enumerate() {
+            let text = map["data"][IMAGE_FACTS_KEY].as_str().unwrap();
+            assert!(text.len() <= SHARD_BYTES, "shard {number}: {}", text.len());
+            assert_eq!(
+                map["metadata"]["name"],
+                format!("os-placement-image-facts-{number}")
+            );
+            read.extend(config_map_images(map).unwrap());
+        }
+        assert_eq!(read, many);
+    }
+
+    #[test]
+    fn an_image_too_big_for_a_shard_is_published_as_a_failed_lookup() {
+        let platforms = (0..40_000)
+            .map(|i| Platform {
+                os: "linux".into(),
+                os_version: Some(format!("{i}")),
+                architecture: Some("amd64".into()),
+            })
+            .collect();
+        let huge = BTreeMap::from([("corp/huge:1".to_string(), ImageFacts::Platforms(platforms))]);
+        let maps = config_maps(&huge, "facts");
+        let read = config_map_images(&maps[0]).unwrap();
+        assert!(
+            matches!(&read["corp/huge:1"], ImageFacts::LookupFailed(e) if e.contains("too many platforms")),
+            "{read:?}"
+        );
+        // Negative: an ordinary image is published as it is.
+        let maps = config_maps(&images(), "facts");
+        assert_eq!(config_map_images(&maps[0]).unwrap(), images());
+    }
+
+    #[test]
+    fn an_unreadable_list_or_shard_is_a_failed_lookup_naming_it() {
+        let wanted = ["corp/win:1".to_string()];
+        let found = wanted_images(&json!({"errors": []}), &wanted);
+        assert_eq!(
+            found["corp/win:1"],
+            ImageFacts::LookupFailed("the ConfigMap list has no items".into())
+        );
+        let broken = json!({"metadata": {"name": "os-placement-image-facts-1"},
+            "data": {IMAGE_FACTS_KEY: "{\"images\": ["}});
+        let good = config_maps(&images(), "facts").remove(0);
+        let found = wanted_images(&list(vec![good.clone(), broken]), &wanted);
+        // Found in the readable shard.
+        assert_eq!(found["corp/win:1"], windows("10.0.20348.1"));
+        let found = wanted_images(
+            &list(vec![good, json!({"metadata": {"name": "odd"}, "data": {}})]),
+            &["corp/other:1".to_string()],
+        );
+        assert_eq!(
+            found["corp/other:1"],
+            ImageFacts::LookupFailed("ConfigMap odd has no images.json".into())
+        );
+        let broken = json!({"metadata": {"name": "b"}, "data": {IMAGE_FACTS_KEY: "\"text\""}});
+        let found = wanted_images(&list(vec![broken]), &["x:1".to_string()]);
+        assert!(
+            matches!(&found["x:1"], ImageFacts::LookupFailed(e) if e.starts_with("ConfigMap b: images.json is not a facts document")),
+            "{found:?}"
+        );
+        // No ConfigMap at all: nothing is published yet.
+        let found = wanted_images(&list(vec![]), &["x:1".to_string()]);
+        assert_eq!(found["x:1"], ImageFacts::Unpublished);
+    }
+}

@@ -1,0 +1,643 @@
+//! A small Kubernetes API server on 127.0.0.1, since no real one runs in the
+//! tests: what policy-server's kube client and `os-placement facts sync` ask
+//! for, and nothing more. Discovery (`/api`, `/api/v1`, `/apis`,
+//! `/apis/<group>/<version>`), LIST (label selectors, one page) and WATCH
+//! (chunked JSON events from a resource version) of every kind in
+//! [`RESOURCES`], GET, POST, PUT and DELETE of one object. Every request is
+//! recorded, so a test can tell whether policy-server answered from its
+//! informer cache. A kubeconfig for it is written by [`FakeApi::kubeconfig`].
+
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::http::{chunk, read_request, respond, start_chunked, Request};
+use crate::capabilities::label_selector_matches;
+use crate::error::Error;
+
+/// One kind the server serves.
+struct Resource {
+    group_version: &'static str,
+    plural: &'static str,
+    kind: &'static str,
+    namespaced: bool,
+}
+
+const fn resource(
+    group_version: &'static str,
+    plural: &'static str,
+    kind: &'static str,
+    namespaced: bool,
+) -> Resource {
+    Resource {
+        group_version,
+        plural,
+        kind,
+        namespaced,
+    }
+}
+
+/// Every kind the policy, policy-server and the syncer read.
+const RESOURCES: &[Resource] = &[
+    resource("v1", "pods", "Pod", true),
+    resource("v1", "configmaps", "ConfigMap", true),
+    resource(
+        "v1",
+        "replicationcontrollers",
+        "ReplicationController",
+        true,
+    ),
+    resource("v1", "nodes", "Node", false),
+    resource("v1", "namespaces", "Namespace", false),
+    resource("apps/v1", "deployments", "Deployment", true),
+    resource("apps/v1", "replicasets", "ReplicaSet", true),
+    resource("apps/v1", "statefulsets", "StatefulSet", true),
+    resource("apps/v1", "daemonsets", "DaemonSet", true),
+    resource("batch/v1", "jobs", "Job", true),
+    resource("batch/v1", "cronjobs", "CronJob", true),
+    resource("node.k8s.io/v1", "runtimeclasses", "RuntimeClass", false),
+];
+
+/// One request the server saw: method, path and whether it was a watch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Seen {
+    /// `GET`, `POST`, ...
+    pub method: String,
+    /// The path.
+    pub path: String,
+    /// `watch=true` was asked.
+    pub watch: bool,
+}
+
+#[derive(Default)]
+struct Store {
+    objects: Vec<Value>,
+    version: u64,
+    events: Vec<(u64, &'static str, Value)>,
+    seen: Vec<Seen>,
+}
+
+struct Shared {
+    store: Mutex<Store>,
+    changed: Condvar,
+    stop: AtomicBool,
+    /// Accept connections, answer nothing (an API server that hangs).
+    stalled: AtomicBool,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Store> {
+        self.store
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// The running server; it stops, and its watches end, when dropped.
+pub struct FakeApi {
+    port: u16,
+    shared: Arc<Shared>,
+    accept: Option<JoinHandle<()>>,
+}
+
+impl FakeApi {
+    /// Starts a server holding `objects` (each with apiVersion, kind and
+    /// metadata.name, and metadata.namespace when namespaced).
+    pub fn start(objects: Vec<Value>) -> Result<FakeApi, Error> {
+        let listener = TcpListener::bind("127.0.0.1:0").map_err(Error::io("127.0.0.1:0"))?;
+        let port = listener
+            .local_addr()
+            .map_err(Error::io("127.0.0.1:0"))?
+            .port();
+        listener
+            .set_nonblocking(true)
+            .map_err(Error::io("the fake API server"))?;
+        let shared = Arc::new(Shared {
+            store: Mutex::new(Store::default()),
+            changed: Condvar::new(),
+            stop: AtomicBool::new(false),
+            stalled: AtomicBool::new(false),
+        });
+        for object in objects {
+            write(&shared, object, "ADDED");
+        }
+        let accept = {
+            let shared = shared.clone();
+            std::thread::spawn(move || {
+                while !shared.stop.load(Ordering::SeqCst) {
+                    match listener.accept() {
+                        Ok((stream, _)) => {
+                            let shared = shared.clone();
+                            std::thread::spawn(move || serve(&stream, &shared));
+                        }
+                        Err(_) => std::thread::sleep(Duration::from_millis(10)),
+                    }
+                }
+            })
+        };
+        Ok(FakeApi {
+            port,
+            shared,
+            accept: Some(accept),
+        })
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Writes a kubeconfig for this server at `path`.
+    pub fn kubeconfig(&self, path: &Path) -> Result<(), Error> {
+        write_kubeconfig(path, &self.url())
+    }
+
+    /// The objects of `kind` it holds now.
+    pub fn objects(&self, kind: &str) -> Vec<Value> {
+        let store = self.shared.lock();
+        store
+            .objects
+            .iter()
+            .filter(|o| *at(o, &["kind"]) == kind)
+            .cloned()
+            .collect()
+    }
+
+    /// Adds or replaces an object, as a client's write would.
+    pub fn put(&self, object: Value) {
+        write(&self.shared, object, "MODIFIED");
+    }
+
+    /// From now on, connections are accepted and never answered, and open
+    /// watches go silent: an API server that hangs.
+    pub fn stall(&self) {
+        self.shared.stalled.store(true, Ordering::SeqCst);
+    }
+
+    /// The requests seen so far.
+    pub fn seen(&self) -> Vec<Seen> {
+        self.shared.lock().seen.clone()
+    }
+}
+
+impl Drop for FakeApi {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        self.shared.changed.notify_all();
+        if let Some(accept) = self.accept.take() {
+            let _ = accept.join();
+        }
+    }
+}
+
+/// A kubeconfig whose one context points at `server`.
+pub fn write_kubeconfig(path: &Path, server: &str) -> Result<(), Error> {
+    let text = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: {server}\nusers:\n- name: fake\n  user:\n    token: fake\ncontexts:\n- name: fake\n  context:\n    cluster: fake\n    user: fake\n    namespace: default\ncurrent-context: fake\n"
+    );
+    std::fs::write(path, text).map_err(Error::io(path.display().to_string()))
+}
+
+/// The value at `path` (`Null` when absent): reading never panics.
+fn at<'a>(object: &'a Value, path: &[&str]) -> &'a Value {
+    path.iter()
+        .try_fold(object, |v, key| v.get(key))
+        .unwrap_or(&Value::Null)
+}
+
+/// Sets the value at `path`, making objects on the way (replacing what is not one).
+fn set(object: &mut Value, path: &[&str], value: Value) {
+    let Some((last, parents)) = path.split_last() else {
+        return;
+    };
+    let mut current = object;
+    for key in parents {
+        if !current.is_object() {
+            *current = json!({});
+        }
+        let Some(map) = current.as_object_mut() else {
+            return;
+        };
+        current = map.entry(key.to_string()).or_insert_with(|| json!({}));
+    }
+    if !current.is_object() {
+        *current = json!({});
+    }
+    if let Some(map) = current.as_object_mut() {
+        map.insert(last.to_string(), value);
+    }
+}
+
+/// Stores `object` with the next resource version, replacing one of the
+/// same kind, namespace and name, and records the event.
+fn write(shared: &Shared, mut object: Value, event: &'static str) -> Value {
+    let mut store = shared.lock();
+    store.version += 1;
+    let version = store.version;
+    set(
+        &mut object,
+        &["metadata", "resourceVersion"],
+        json!(version.to_string()),
+    );
+    let key = identity(&object);
+    let existing = store.objects.iter().position(|o| identity(o) == key);
+    let event = match existing {
+        Some(i) => {
+            if let Some(slot) = store.objects.get_mut(i) {
+                *slot = object.clone();
+            }
+            "MODIFIED"
+        }
+        None => {
+            store.objects.push(object.clone());
+            if event == "MODIFIED" {
+                "ADDED"
+            } else {
+                event
+            }
+        }
+    };
+    store.events.push((version, event, object.clone()));
+    drop(store);
+    shared.changed.notify_all();
+    object
+}
+
+fn identity(object: &Value) -> (Value, Value, Value) {
+    (
+        at(object, &["kind"]).clone(),
+        at(object, &["metadata", "namespace"]).clone(),
+        at(object, &["metadata", "name"]).clone(),
+    )
+}
+
+/// What a path names.
+enum Target<'a> {
+    Versions,
+    Groups,
+    Resources(&'a str),
+    Collection(&'static Resource, Option<&'a str>),
+    Item(&'static Resource, Option<&'a str>, &'a str),
+}
+
+fn target(path: &str) -> Option<Target<'_>> {
+    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let (group_version, rest): (String, &[&str]) = match parts.as_slice() {
+        ["api"] => return Some(Target::Versions),
+        ["apis"] => return Some(Target::Groups),
+        ["api", "v1", rest @ ..] => ("v1".into(), rest),
+        ["apis", group, version, rest @ ..] => (format!("{group}/{version}"), rest),
+        _ => return None,
+    };
+    let find = |plural: &str| {
+        RESOURCES
+            .iter()
+            .find(|r| r.group_version == group_version && r.plural == plural)
+    };
+    Some(match rest {
+        [] => {
+            let known = RESOURCES
+                .iter()
+                .find(|r| r.group_version == group_version)?;
+            Target::Resources(known.group_version)
+        }
+        ["namespaces", namespace, plural] => Target::Collection(find(plural)?, Some(namespace)),
+        ["namespaces", namespace, plural, name] => {
+            Target::Item(find(plural)?, Some(namespace), name)
+        }
+        [plural] => Target::Collection(find(plural)?, None),
+        [plural, name] => Target::Item(find(plural)?, None, name),
+        _ => return None,
+    })
+}
+
+/// Holds a connection without answering until the server stops.
+fn hang(shared: &Shared) {
+    while !shared.stop.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn serve(stream: &TcpStream, shared: &Shared) {
+    if shared.stalled.load(Ordering::SeqCst) {
+        return hang(shared);
+    }
+    let Some(request) = read_request(stream) else {
+        return;
+    };
+    let watch = matches!(request.param("watch"), Some("true" | "1"));
+    shared.lock().seen.push(Seen {
+        method: request.method.clone(),
+        path: request.path.clone(),
+        watch,
+    });
+    let (status, body) = match target(&request.path) {
+        None => status(404, "NotFound", &format!("no route for {}", request.path)),
+        Some(Target::Versions) => (200, json!({"kind": "APIVersions", "versions": ["v1"]})),
+        Some(Target::Groups) => (200, groups()),
+        Some(Target::Resources(group_version)) => (200, resources(group_version)),
+        Some(Target::Collection(resource, namespace)) => match request.method.as_str() {
+            "GET" if watch => {
+                return watch_collection(stream, shared, resource, namespace, &request)
+            }
+            "GET" => list(shared, resource, namespace, &request),
+            "POST" => create(shared, resource, namespace, &request),
+            _ => status(405, "MethodNotAllowed", "not served"),
+        },
+        Some(Target::Item(resource, namespace, name)) => {
+            item(shared, resource, namespace, name, &request)
+        }
+    };
+    respond(
+        stream,
+        status,
+        "application/json",
+        body.to_string().as_bytes(),
+    );
+}
+
+fn status(code: u16, reason: &str, message: &str) -> (u16, Value) {
+    (
+        code,
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": message, "reason": reason, "code": code}),
+    )
+}
+
+fn groups() -> Value {
+    let mut names: Vec<&str> = RESOURCES
+        .iter()
+        .map(|r| r.group_version)
+        .filter(|gv| gv.contains('/'))
+        .collect();
+    names.dedup();
+    let groups: Vec<Value> = names
+        .iter()
+        .map(|gv| {
+            let (group, version) = gv.split_once('/').unwrap_or((gv, ""));
+            let entry = json!({"groupVersion": gv, "version": version});
+            json!({"name": group, "versions": [entry], "preferredVersion": entry})
+        })
+        .collect();
+    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+}
+
+fn resources(group_version: &str) -> Value {
+    let list: Vec<Value> = RESOURCES
+        .iter()
+        .filter(|r| r.group_version == group_version)
+        .map(|r| {
+            json!({"name": r.plural, "singularName": r.kind.to_lowercase(), "namespaced": r.namespaced,
+                   "kind": r.kind, "verbs": ["get", "list", "watch", "create", "update", "delete"]})
+        })
+        .collect();
+    json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": list})
+}
+
+/// Whether `object` is of `resource`, in `namespace` (any when `None`), and
+/// matches the request's label selector.
+fn selected(
+    object: &Value,
+    resource: &Resource,
+    namespace: Option<&str>,
+    request: &Request,
+) -> bool {
+    *at(object, &["kind"]) == resource.kind
+        && *at(object, &["apiVersion"]) == resource.group_version
+        && namespace.is_none_or(|ns| *at(object, &["metadata", "namespace"]) == ns)
+        && request
+            .param("labelSelector")
+            .is_none_or(|selector| label_selector_matches(selector, object).unwrap_or(false))
+}
+
+fn list(
+    shared: &Shared,
+    resource: &Resource,
+    namespace: Option<&str>,
+    request: &Request,
+) -> (u16, Value) {
+    let store = shared.lock();
+    let items: Vec<Value> = store
+        .objects
+        .iter()
+        .filter(|o| selected(o, resource, namespace, request))
+        .cloned()
+        .collect();
+    (
+        200,
+        json!({"kind": format!("{}List", resource.kind), "apiVersion": resource.group_version,
+               "metadata": {"resourceVersion": store.version.to_string()}, "items": items}),
+    )
+}
+
+/// Streams the events after the request's resource version until its
+/// `timeoutSeconds` (at most a minute) or the server stops.
+fn watch_collection(
+    stream: &TcpStream,
+    shared: &Shared,
+    resource: &Resource,
+    namespace: Option<&str>,
+    request: &Request,
+) {
+    let mut from: u64 = request
+        .param("resourceVersion")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let limit = request
+        .param("timeoutSeconds")
+        .and_then(|v| v.parse().ok())
+        .map_or(Duration::from_secs(60), |s: u64| {
+            Duration::from_secs(s.min(60))
+        });
+    if start_chunked(stream, "application/json").is_err() {
+        return;
+    }
+    let started = Instant::now();
+    while !shared.stop.load(Ordering::SeqCst) && started.elapsed() < limit {
+        if shared.stalled.load(Ordering::SeqCst) {
+            return hang(shared);
+        }
+        let store = shared.lock();
+        let events: Vec<Value> = store
+            .events
+            .iter()
+            .filter(|(version, _, object)| {
+                *version > from && selected(object, resource, namespace, request)
+            })
+            .map(|(_, kind, object)| json!({"type": kind, "object": object}))
+            .collect();
+        from = store.version;
+        let (store, _) = match shared
+            .changed
+            .wait_timeout(store, Duration::from_millis(200))
+        {
+            Ok(woken) => woken,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        drop(store);
+        for event in events {
+            let line = format!("{event}\n");
+            if chunk(stream, line.as_bytes()).is_err() {
+                return;
+            }
+        }
+    }
+    let _ = chunk(stream, b"");
+}
+
+fn create(
+    shared: &Shared,
+    resource: &Resource,
+    namespace: Option<&str>,
+    request: &Request,
+) -> (u16, Value) {
+    let Ok(mut object) = serde_json::from_slice::<Value>(&request.body) else {
+        return status(400, "BadRequest", "the body is not JSON");
+    };
+    set(&mut object, &["apiVersion"], json!(resource.group_version));
+    set(&mut object, &["kind"], json!(resource.kind));
+    if let Some(namespace) = namespace {
+        set(&mut object, &["metadata", "namespace"], json!(namespace));
+    }
+    let exists = shared
+        .lock()
+        .objects
+        .iter()
+        .any(|o| identity(o) == identity(&object));
+    if exists {
+        return status(409, "AlreadyExists", "the object exists");
+    }
+    (201, write(shared, object, "ADDED"))
+}
+
+fn item(
+    shared: &Shared,
+    resource: &Resource,
+    namespace: Option<&str>,
+    name: &str,
+    request: &Request,
+) -> (u16, Value) {
+    let found = {
+        let store = shared.lock();
+        store
+            .objects
+            .iter()
+            .find(|o| {
+                selected(o, resource, namespace, request) && *at(o, &["metadata", "name"]) == name
+            })
+            .cloned()
+    };
+    let Some(current) = found else {
+        return status(
+            404,
+            "NotFound",
+            &format!("{} {name:?} not found", resource.plural),
+        );
+    };
+    match request.method.as_str() {
+        "GET" => (200, current),
+        "PUT" => {
+            let Ok(mut object) = serde_json::from_slice::<Value>(&request.body) else {
+                return status(400, "BadRequest", "the body is not JSON");
+            };
+            let version = ["metadata", "resourceVersion"];
+            let asked = at(&object, &version);
+            if !asked.is_null() && asked != at(&current, &version) {
+                return status(409, "Conflict", "the object has been modified");
+            }
+            for path in [&["apiVersion"][..], &["kind"], &["metadata", "namespace"]] {
+                set(&mut object, path, at(&current, path).clone());
+            }
+            (200, write(shared, object, "MODIFIED"))
+        }
+        "DELETE" => {
+            let mut store = shared.lock();
+            store.objects.retain(|o| identity(o) != identity(&current));
+            store.version += 1;
+            let version = store.version;
+            store.events.push((version, "DELETED", current.clone()));
+            drop(store);
+            shared.changed.notify_all();
+            (200, current)
+        }
+        _ => status(405, "MethodNotAllowed", "not served"),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+    use xtask::local::http::http;
+
+    #[test]
+    fn lists_filter_by_namespace_and_labels_and_writes_bump_versions() {
+        let api = FakeApi::start(vec![
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": "a", "namespace": "facts", "labels": {"x": "1"}}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": "b", "namespace": "other", "labels": {"x": "1"}}}),
+            json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}}),
+        ])
+        .unwrap();
+        let get = |path: &str| {
+            let answer = http(api.port, "GET", path, &[], b"").unwrap();
+            (
+                answer.status,
+                serde_json::from_slice::<Value>(&answer.body).unwrap(),
+            )
+        };
+        let (code, list) = get("/api/v1/namespaces/facts/configmaps?labelSelector=x%3D1");
+        assert_eq!(code, 200);
+        assert_eq!(list["items"].as_array().unwrap().len(), 1);
+        assert_eq!(list["metadata"]["resourceVersion"], "3");
+        let (_, list) = get("/api/v1/configmaps?labelSelector=x%3D2");
+        assert!(list["items"].as_array().unwrap().is_empty());
+        let (_, nodes) = get("/api/v1/nodes");
+        assert_eq!(nodes["kind"], "NodeList");
+        let (code, _) = get("/api/v1/namespaces/facts/configmaps/missing");
+        assert_eq!(code, 404);
+        let (_, discovery) = get("/api/v1");
+        assert!(discovery["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["name"] == "configmaps" && r["namespaced"] == true));
+        let body = json!({"metadata": {"name": "c"}, "data": {"k": "v"}}).to_string();
+        let created = http(
+            api.port,
+            "POST",
+            "/api/v1/namespaces/facts/configmaps",
+            &[],
+            body.as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(created.status, 201);
+        let again = http(
+            api.port,
+            "POST",
+            "/api/v1/namespaces/facts/configmaps",
+            &[],
+            body.as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(again.status, 409);
+        let stale = json!({"metadata": {"name": "c", "resourceVersion": "1"}}).to_string();
+        let conflict = http(
+            api.port,
+            "PUT",
+            "/api/v1/namespaces/facts/configmaps/c",
+            &[],
+            stale.as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(conflict.status, 409);
+        assert_eq!(api.objects("ConfigMap").len(), 3);
+        assert!(api.seen().iter().any(|s| s.method == "POST"));
+    }
+}
