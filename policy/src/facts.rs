@@ -35,7 +35,8 @@ use os_placement_core::published::{self, IMAGE_FACTS_SELECTOR};
 use os_placement_core::CollectOrdered;
 use os_placement_core::{Facts, ImageSource, Needs};
 use os_placement_core::{ImageFacts, NodeFacts, Platform, RuntimeClassFacts};
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 
 /// Answers host calls; the module uses waPC, tests a fake.
 pub trait Host {
@@ -89,11 +90,34 @@ pub fn gather(needs: &Needs, host: &dyn Host) -> Facts {
     }
 }
 
+/// A `kubernetes` list request, written straight from its fields (no JSON tree).
+#[derive(Serialize)]
+struct ListRequest<'a> {
+    api_version: &'a str,
+    kind: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    namespace: Option<&'a str>,
+    label_selector: Option<&'a str>,
+    field_selector: Option<&'a str>,
+    field_masks: &'a [&'a str],
+}
+
+/// A `kubernetes/get_resource` request.
+#[derive(Serialize)]
+struct GetRequest<'a> {
+    api_version: &'a str,
+    kind: &'a str,
+    name: &'a str,
+    namespace: Option<&'a str>,
+    disable_cache: bool,
+    field_masks: Option<&'a [&'a str]>,
+}
+
 fn call_json(
     host: &dyn Host,
     namespace: &str,
     operation: &str,
-    payload: &Value,
+    payload: &impl Serialize,
 ) -> Result<Value, String> {
     let body = serde_json::to_vec(payload).map_err(|e| e.to_string())?;
     let answer = host.call(namespace, operation, &body)?;
@@ -111,14 +135,14 @@ fn published_images(
     namespace: &str,
     host: &dyn Host,
 ) -> BTreeMap<String, ImageFacts> {
-    let request = json!({
-        "api_version": "v1",
-        "kind": "ConfigMap",
-        "namespace": namespace,
-        "label_selector": IMAGE_FACTS_SELECTOR,
-        "field_selector": null,
-        "field_masks": CONFIG_MAP_FIELD_MASKS,
-    });
+    let request = ListRequest {
+        api_version: "v1",
+        kind: "ConfigMap",
+        namespace: Some(namespace),
+        label_selector: Some(IMAGE_FACTS_SELECTOR),
+        field_selector: None,
+        field_masks: &CONFIG_MAP_FIELD_MASKS,
+    };
     match call_json(host, "kubernetes", "list_resources_by_namespace", &request) {
         Ok(list) => published::wanted_images(&list, wanted),
         Err(e) => {
@@ -139,11 +163,11 @@ fn image_facts(image: &str, host: &dyn Host) -> ImageFacts {
 }
 
 fn image_platforms(image: &str, host: &dyn Host) -> Result<Vec<Platform>, String> {
-    let answer = call_json(host, "oci", "v1/oci_manifest", &json!(image))?;
+    let answer = call_json(host, "oci", "v1/oci_manifest", &image)?;
     match host_answers::manifest(&answer).map_err(|e| e.to_string())? {
         ManifestAnswer::Index(platforms) => Ok(platforms),
         ManifestAnswer::Image => {
-            let answer = call_json(host, "oci", "v1/oci_manifest_config", &json!(image))?;
+            let answer = call_json(host, "oci", "v1/oci_manifest_config", &image)?;
             host_answers::manifest_config(&answer)
                 .map(|p| vec![p])
                 .map_err(|e| e.to_string())
@@ -152,14 +176,14 @@ fn image_platforms(image: &str, host: &dyn Host) -> Result<Vec<Platform>, String
 }
 
 fn runtime_class(name: &str, host: &dyn Host) -> RuntimeClassFacts {
-    let request = json!({
-        "api_version": "node.k8s.io/v1",
-        "kind": "RuntimeClass",
-        "name": name,
-        "namespace": null,
-        "disable_cache": false,
-        "field_masks": null,
-    });
+    let request = GetRequest {
+        api_version: "node.k8s.io/v1",
+        kind: "RuntimeClass",
+        name,
+        namespace: None,
+        disable_cache: false,
+        field_masks: None,
+    };
     match call_json(host, "kubernetes", "get_resource", &request) {
         Ok(rc) => RuntimeClassFacts::Found(host_answers::runtime_class(&rc)),
         Err(e) if is_not_found(&e) => RuntimeClassFacts::Missing,
@@ -201,13 +225,14 @@ fn nodes(host: &dyn Host, labels: bool) -> NodeFacts {
     } else {
         &NODE_PLATFORM_MASKS
     };
-    let request = json!({
-        "api_version": "v1",
-        "kind": "Node",
-        "label_selector": null,
-        "field_selector": null,
-        "field_masks": masks,
-    });
+    let request = ListRequest {
+        api_version: "v1",
+        kind: "Node",
+        namespace: None,
+        label_selector: None,
+        field_selector: None,
+        field_masks: masks,
+    };
     match call_json(host, "kubernetes", "list_resources_all", &request) {
         Ok(list) => host_answers::node_list(&list)
             .unwrap_or_else(|e| NodeFacts::LookupFailed(e.to_string())),
@@ -221,6 +246,7 @@ mod tests {
     use std::cell::RefCell;
 
     use super::*;
+    use serde_json::json;
 
     /// Answers from a table of (namespace/operation, payload) → answer, and
     /// records every call.
