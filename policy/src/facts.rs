@@ -150,7 +150,7 @@ fn published_images(
             wanted
                 .iter()
                 .map(|image| (image.clone(), ImageFacts::LookupFailed(error.clone())))
-                .collect()
+                .collect_map()
         }
     }
 }

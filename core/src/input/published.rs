@@ -18,6 +18,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::input::facts::ImageFacts;
+use crate::vocab::ordered::CollectOrdered;
 
 /// The label every image facts ConfigMap carries, with the value `"true"`.
 pub const IMAGE_FACTS_LABEL: &str = "os-placement.kubewarden.io/image-facts";
@@ -132,7 +133,7 @@ pub fn wanted_images(list: &Value, wanted: &[String]) -> BTreeMap<String, ImageF
             };
             (image.clone(), facts)
         })
-        .collect()
+        .collect_map()
 }
 
 /// The same facts for every wanted image.
@@ -140,7 +141,7 @@ fn each(wanted: &[String], facts: ImageFacts) -> BTreeMap<String, ImageFacts> {
     wanted
         .iter()
         .map(|image| (image.clone(), facts.clone()))
-        .collect()
+        .collect_map()
 }
 
 /// The ConfigMaps that publish `images` in `namespace`: references in
