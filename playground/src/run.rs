@@ -2,7 +2,9 @@
 //! The door reads the texts and answers each object; this only adds what
 //! the page shows besides (YAML before and after, the landing picture).
 
-use os_placement_core::{landing, needs_request, Needs, Node as Pool, Settings, SignalReport};
+use os_placement_core::{
+    landing, needs_request, Facts, Needs, Node as Pool, Settings, SignalReport,
+};
 use os_placement_door::emit::{ordered_like, to_yaml};
 use os_placement_door::{
     evaluate, objects, read_one, read_settings, read_stream, request_for, Answer, Finding, Found,
@@ -180,7 +182,18 @@ pub fn run(inputs: &Inputs<'_>) -> Outcome {
             let answer = evaluate(&call);
             let lookups = (answer.verdict != Verdict::Skipped)
                 .then(|| needs_request(&request_for(&call), &settings));
-            let mut result = document_result(index, subject, answer, &settings, pools.as_deref());
+            // The landing picture sees what the policy saw: the same facts.
+            let found = lookups
+                .as_ref()
+                .zip(options.facts)
+                .map(|(needs, host)| host.answer(needs))
+                .unwrap_or_default();
+            let scene = Scene {
+                settings: &settings,
+                facts: &found,
+                pools: pools.as_deref(),
+            };
+            let mut result = document_result(index, subject, answer, &scene);
             result.lookups = lookups;
             result
         })
@@ -192,22 +205,29 @@ pub fn run(inputs: &Inputs<'_>) -> Outcome {
     }
 }
 
+/// What the landing picture of one object is drawn against.
+struct Scene<'a> {
+    settings: &'a Settings,
+    facts: &'a Facts,
+    pools: Option<&'a [Pool]>,
+}
+
 fn document_result(
     index: usize,
     subject: &Subject,
     answer: Answer,
-    settings: &Settings,
-    pools: Option<&[Pool]>,
+    scene: &Scene<'_>,
 ) -> DocumentResult {
-    let landing = pools
+    let landing = scene
+        .pools
         .filter(|_| answer.verdict != Verdict::Skipped)
         .map(|pools| Landing {
-            before: landing_json(&subject.object, pools, settings),
+            before: landing_json(&subject.object, pools, scene),
             after: answer
                 .mutated_object
                 .as_ref()
                 .or(answer.accepted().then_some(&subject.object))
-                .map(|o| landing_json(o, pools, settings)),
+                .map(|o| landing_json(o, pools, scene)),
         });
     let after_yaml = answer
         .mutated_object
@@ -243,8 +263,8 @@ fn document_result(
     }
 }
 
-fn landing_json(object: &Value, pools: &[Pool], settings: &Settings) -> Value {
-    match landing(object, pools, settings) {
+fn landing_json(object: &Value, pools: &[Pool], scene: &Scene<'_>) -> Value {
+    match landing(object, pools, scene.settings, scene.facts) {
         Ok(found) => json!({"pools": found}),
         Err(problems) => {
             json!({"problems": problems.iter().map(ToString::to_string).collect::<Vec<_>>()})
