@@ -8,9 +8,10 @@ use os_placement_core::{
 use os_placement_door::emit::{ordered_like, to_yaml};
 use os_placement_door::{
     evaluate, objects, read_one, read_settings, read_stream, request_for, Answer, Finding, Found,
-    HostFacts, Located, Node, Options, Position, SettingsTextError, Subject, TextError, Verdict,
+    HostFacts, Located, Node, Options, Position, SettingsTextError, Subject, Verdict,
 };
 
+use crate::input_error::InputError;
 use crate::pools::{facts_with_nodes, read_pools};
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -56,32 +57,6 @@ pub enum Outcome {
         /// Every problem found, each at its line.
         errors: Vec<InputError>,
     },
-}
-
-/// A problem in one of the inputs, at a line and column of its text.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
-#[error("{input} line {}, column {}: {message}", at.line, at.column)]
-pub struct InputError {
-    /// `object`, `settings`, `oldObject`, `pools` or `facts`.
-    pub input: &'static str,
-    /// The field path, when the problem is in a field.
-    pub path: Option<String>,
-    /// What is wrong, and how to fix it.
-    pub message: String,
-    /// Where.
-    #[serde(flatten)]
-    pub at: Position,
-}
-
-impl InputError {
-    fn text(input: &'static str, error: TextError) -> InputError {
-        InputError {
-            input,
-            path: None,
-            message: error.message,
-            at: error.at,
-        }
-    }
 }
 
 /// The answer about one object, with what the page shows besides.
