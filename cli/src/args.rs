@@ -63,6 +63,21 @@ pub struct SyncArgs {
     /// Time between syncs.
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
     pub interval: Duration,
+    /// How long a failed lookup stands before it is tried again (negative cache).
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
+    pub retry_failed_after: Duration,
+    /// How long resolved platforms stand before they are read again.
+    #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = parse_duration)]
+    pub refresh_after: Duration,
+    /// How registries are read.
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+/// How registries are read, by `facts sync` and by `--lookup`.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Registry lookups")]
+pub struct RegistryArgs {
     /// Longest wait for one registry request (connect, manifest, config), per attempt.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub registry_timeout: Duration,
@@ -72,12 +87,6 @@ pub struct SyncArgs {
     /// Registry lookups in flight at once.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub concurrency: u16,
-    /// How long a failed lookup stands before it is tried again (negative cache).
-    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
-    pub retry_failed_after: Duration,
-    /// How long resolved platforms stand before they are read again.
-    #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = parse_duration)]
-    pub refresh_after: Duration,
     /// A registry (host[:port]) reached over plain HTTP; repeat for several.
     #[arg(long, value_name = "HOST[:PORT]")]
     pub insecure_registry: Vec<String>,
@@ -120,9 +129,17 @@ pub struct PolicyArgs {
     pub operation: OperationArg,
     /// What the cluster and registries hold, as the policy would look it up:
     /// `kubectl get nodes,runtimeclasses -o yaml` output, and/or image
-    /// platforms (README, "Facts"). Without it nothing is looked up.
+    /// platforms (README, "Facts"). Without it (and --lookup) nothing is looked up.
     #[arg(long, value_name = "FILE")]
     pub facts: Option<PathBuf>,
+    /// Read the platforms of the images the objects need from their
+    /// registries (Docker config credentials), as the facts syncer does;
+    /// images the --facts file holds are not looked up.
+    #[arg(long)]
+    pub lookup: bool,
+    /// How registries are read with --lookup.
+    #[command(flatten)]
+    pub registry: RegistryArgs,
 }
 
 #[derive(Debug, Args)]

@@ -8,7 +8,8 @@ use os_placement_door::{read_settings, HostFacts, Options, SettingsTextError};
 
 use crate::args::{PolicyArgs, Preset};
 use crate::error::CliError;
-use crate::inputs::read_path;
+use crate::inputs::{read_path, Input};
+use crate::lookup;
 
 /// Where the settings come from.
 #[derive(Debug, Clone)]
@@ -61,6 +62,26 @@ impl Policy {
             operation: args.operation.to_core(),
             facts: args.facts.as_deref().map(load_facts).transpose()?,
         })
+    }
+
+    /// With `--lookup`, adds the platforms of the images `inputs` need
+    /// that the facts do not hold, read from their registries.
+    pub fn look_up(&mut self, inputs: &[Input], args: &PolicyArgs) -> Result<(), CliError> {
+        if !args.lookup {
+            return Ok(());
+        }
+        let known = |image: &String| self.facts.as_ref().is_some_and(|f| f.has_image(image));
+        let missing: Vec<String> = lookup::wanted_images(inputs, &self.options())
+            .into_iter()
+            .filter(|image| !known(image))
+            .collect();
+        let found = lookup::resolve(&missing, &args.registry)?;
+        if !found.is_empty() {
+            self.facts
+                .get_or_insert_with(HostFacts::default)
+                .add_looked_up(found);
+        }
+        Ok(())
     }
 
     /// What every object is evaluated with.

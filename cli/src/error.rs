@@ -59,13 +59,43 @@ pub enum CliError {
     /// Arguments that do not go together.
     #[error("{0}")]
     Usage(&'static str),
+    /// `--lookup` could not start its async runtime.
+    #[error("--lookup: cannot start the async runtime: {0}")]
+    Runtime(io::Error),
     /// `facts sync` could not read the cluster or publish the facts.
     #[error("facts sync: {0}")]
-    Sync(Box<crate::sync::SyncError>),
+    Sync(Box<SyncError>),
 }
 
-impl From<crate::sync::SyncError> for CliError {
-    fn from(error: crate::sync::SyncError) -> CliError {
+impl From<SyncError> for CliError {
+    fn from(error: SyncError) -> CliError {
         CliError::Sync(Box::new(error))
     }
+}
+
+/// What stops a sync.
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    /// The async runtime could not start.
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(std::io::Error),
+    /// No kubeconfig or in-cluster configuration.
+    #[error("no Kubernetes configuration (in-cluster or KUBECONFIG): {0}")]
+    Config(String),
+    /// A Kubernetes API call failed.
+    #[error("{action}: {source}")]
+    Api {
+        /// What was being done.
+        action: String,
+        /// The client's error.
+        source: Box<kube::Error>,
+    },
+    /// A ConfigMap the core built does not read as one.
+    #[error("cannot build ConfigMap {name}: {source}")]
+    ConfigMap {
+        /// Its name.
+        name: String,
+        /// Why.
+        source: serde_json::Error,
+    },
 }

@@ -20,8 +20,9 @@ pub fn run(args: &ExplainArgs) -> Result<u8, CliError> {
             "explain writes human or json output, not junit",
         ));
     }
-    let policy = Policy::load(&args.policy)?;
+    let mut policy = Policy::load(&args.policy)?;
     let inputs = discover(&args.paths);
+    policy.look_up(&inputs, &args.policy)?;
     let entries = check_inputs(&inputs, &policy.options());
     let summary = Summary::of(&entries, inputs.len());
     let stdout = io::stdout();

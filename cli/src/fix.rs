@@ -34,6 +34,7 @@ pub fn run(args: &FixArgs) -> Result<u8, CliError> {
         return Err(CliError::Usage("--in-place cannot rewrite stdin"));
     }
     let inputs = discover(&args.paths);
+    policy.look_up(&inputs, &args.policy)?;
     let mut tally = Tally::default();
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());

@@ -9,6 +9,8 @@ mod error;
 mod explain;
 mod fix;
 mod inputs;
+mod lookup;
+mod registry;
 mod report;
 mod results;
 mod sync;
@@ -47,7 +49,7 @@ fn main() -> ExitCode {
 }
 
 fn check(args: &CheckArgs) -> Result<u8, CliError> {
-    let policy = Policy::load(&args.policy)?;
+    let mut policy = Policy::load(&args.policy)?;
     let inputs = inputs::discover(&args.paths);
     if inputs.is_empty() {
         eprintln!(
@@ -56,6 +58,7 @@ fn check(args: &CheckArgs) -> Result<u8, CliError> {
         );
         return Ok(EXIT_INPUT_ERROR);
     }
+    policy.look_up(&inputs, &args.policy)?;
     let entries = check_inputs(&inputs, &policy.options());
     let summary = Summary::of(&entries, inputs.len());
     let stdout = io::stdout();

@@ -1,4 +1,5 @@
-//! The CLI's tests, one binary: the command end to end, its verdicts
+//! The CLI's tests, one binary: the command end to end (with registry
+//! lookups against a real registry), its verdicts
 //! against the policy module's, and the doors test (every door, the same
 //! answer).
 // Helpers outside #[test] functions may fail loudly too.
@@ -7,4 +8,5 @@
 mod cli;
 mod common;
 mod doors;
+mod lookup;
 mod wasm_parity;

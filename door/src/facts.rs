@@ -68,6 +68,19 @@ impl HostFacts {
         *self == HostFacts::default()
     }
 
+    /// Whether the facts hold platforms (or a failed lookup) for `image`.
+    pub fn has_image(&self, image: &str) -> bool {
+        self.images.contains_key(image)
+    }
+
+    /// Adds image facts gathered elsewhere (the CLI's `--lookup` reads them
+    /// from the registries); an image the facts hold already keeps its facts.
+    pub fn add_looked_up(&mut self, images: impl IntoIterator<Item = (String, ImageFacts)>) {
+        for (image, facts) in images {
+            self.images.entry(image).or_insert(facts);
+        }
+    }
+
     /// The facts the policy would gather for `needs` from a host that
     /// answers from this file.
     pub fn answer(&self, needs: &Needs) -> Facts {

@@ -48,10 +48,15 @@ pub fn catalog(port: u16) -> Result<Vec<String>> {
 struct Through<'a>(&'a ContextHost);
 
 impl os_placement_policy::facts::Host for Through<'_> {
-    fn call(&self, namespace: &str, operation: &str, payload: &[u8]) -> Result<Vec<u8>, String> {
+    fn call(
+        &self,
+        namespace: &str,
+        operation: &str,
+        payload: &[u8],
+    ) -> Result<Vec<u8>, os_placement_policy::facts::HostError> {
         self.0
             .call("kubewarden", namespace, operation, payload)
-            .map_err(|e| e.0)
+            .map_err(|e| os_placement_policy::facts::HostError(e.0))
     }
 }
 

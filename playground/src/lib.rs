@@ -5,12 +5,14 @@
 
 #![deny(missing_docs)]
 
+mod input_error;
 mod pools;
 mod run;
 mod settings_text;
 
+pub use input_error::InputError;
 pub use pools::{facts_with_nodes, node_objects, read_pools};
-pub use run::{run, DocumentResult, InputError, Inputs, Landing, Outcome};
+pub use run::{run, DocumentResult, Inputs, Landing, Outcome};
 pub use settings_text::{set_key, SetKeyError};
 
 use os_placement_core::Settings;

@@ -8,7 +8,7 @@ use os_placement_core::{host_answers, pools_from_value, Node as Pool};
 use os_placement_door::{read_stream, Data, Node, TextError};
 use serde_json::{json, Map, Value};
 
-use crate::run::InputError;
+use crate::input_error::InputError;
 
 /// The labels the kubelet sets on every node, from the node's own fields.
 const OS_LABEL: &str = "kubernetes.io/os";

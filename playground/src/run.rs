@@ -2,13 +2,16 @@
 //! The door reads the texts and answers each object; this only adds what
 //! the page shows besides (YAML before and after, the landing picture).
 
-use os_placement_core::{landing, needs_request, Needs, Node as Pool, Settings, SignalReport};
+use os_placement_core::{
+    landing, needs_request, Facts, Needs, Node as Pool, Settings, SignalReport,
+};
 use os_placement_door::emit::{ordered_like, to_yaml};
 use os_placement_door::{
     evaluate, objects, read_one, read_settings, read_stream, request_for, Answer, Finding, Found,
-    HostFacts, Located, Node, Options, Position, SettingsTextError, Subject, TextError, Verdict,
+    HostFacts, Located, Node, Options, Position, SettingsTextError, Subject, Verdict,
 };
 
+use crate::input_error::InputError;
 use crate::pools::{facts_with_nodes, read_pools};
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -54,32 +57,6 @@ pub enum Outcome {
         /// Every problem found, each at its line.
         errors: Vec<InputError>,
     },
-}
-
-/// A problem in one of the inputs, at a line and column of its text.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
-#[error("{input} line {}, column {}: {message}", at.line, at.column)]
-pub struct InputError {
-    /// `object`, `settings`, `oldObject`, `pools` or `facts`.
-    pub input: &'static str,
-    /// The field path, when the problem is in a field.
-    pub path: Option<String>,
-    /// What is wrong, and how to fix it.
-    pub message: String,
-    /// Where.
-    #[serde(flatten)]
-    pub at: Position,
-}
-
-impl InputError {
-    fn text(input: &'static str, error: TextError) -> InputError {
-        InputError {
-            input,
-            path: None,
-            message: error.message,
-            at: error.at,
-        }
-    }
 }
 
 /// The answer about one object, with what the page shows besides.
@@ -180,7 +157,18 @@ pub fn run(inputs: &Inputs<'_>) -> Outcome {
             let answer = evaluate(&call);
             let lookups = (answer.verdict != Verdict::Skipped)
                 .then(|| needs_request(&request_for(&call), &settings));
-            let mut result = document_result(index, subject, answer, &settings, pools.as_deref());
+            // The landing picture sees what the policy saw: the same facts.
+            let found = lookups
+                .as_ref()
+                .zip(options.facts)
+                .map(|(needs, host)| host.answer(needs))
+                .unwrap_or_default();
+            let scene = Scene {
+                settings: &settings,
+                facts: &found,
+                pools: pools.as_deref(),
+            };
+            let mut result = document_result(index, subject, answer, &scene);
             result.lookups = lookups;
             result
         })
@@ -192,22 +180,29 @@ pub fn run(inputs: &Inputs<'_>) -> Outcome {
     }
 }
 
+/// What the landing picture of one object is drawn against.
+struct Scene<'a> {
+    settings: &'a Settings,
+    facts: &'a Facts,
+    pools: Option<&'a [Pool]>,
+}
+
 fn document_result(
     index: usize,
     subject: &Subject,
     answer: Answer,
-    settings: &Settings,
-    pools: Option<&[Pool]>,
+    scene: &Scene<'_>,
 ) -> DocumentResult {
-    let landing = pools
+    let landing = scene
+        .pools
         .filter(|_| answer.verdict != Verdict::Skipped)
         .map(|pools| Landing {
-            before: landing_json(&subject.object, pools, settings),
+            before: landing_json(&subject.object, pools, scene),
             after: answer
                 .mutated_object
                 .as_ref()
                 .or(answer.accepted().then_some(&subject.object))
-                .map(|o| landing_json(o, pools, settings)),
+                .map(|o| landing_json(o, pools, scene)),
         });
     let after_yaml = answer
         .mutated_object
@@ -243,8 +238,8 @@ fn document_result(
     }
 }
 
-fn landing_json(object: &Value, pools: &[Pool], settings: &Settings) -> Value {
-    match landing(object, pools, settings) {
+fn landing_json(object: &Value, pools: &[Pool], scene: &Scene<'_>) -> Value {
+    match landing(object, pools, scene.settings, scene.facts) {
         Ok(found) => json!({"pools": found}),
         Err(problems) => {
             json!({"problems": problems.iter().map(ToString::to_string).collect::<Vec<_>>()})

@@ -13,8 +13,10 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use os_placement_core::{ImageSource, DEFAULT_FACTS_NAMESPACE};
 use os_placement_e2e::capabilities::{objects_of, Cluster, ContextHost, Registries};
 use os_placement_e2e::images::{push_image, Format, ImagePlatform, TestImage};
+use os_placement_e2e::published;
 use os_placement_e2e::registry::LocalRegistry;
 use os_placement_e2e::{admission_request, repo_root, Evaluation, PolicyModule};
 use os_placement_playground::{node_objects, read_pools, run, DocumentResult, Inputs, Outcome};
@@ -72,6 +74,9 @@ struct Expectation {
     warnings_contain: Vec<String>,
     #[serde(default)]
     patch_contains: Vec<String>,
+    /// The pools where the admitted object's pods are scheduled and run.
+    #[serde(default)]
+    lands_on: Option<Vec<String>>,
 }
 
 fn cases() -> Vec<FactsCase> {
@@ -175,34 +180,78 @@ fn unmet(label: &str, expect: &Expectation, doc: &DocumentResult) -> Vec<String>
     unmet.extend(lacks(&expect.message_contains, &message, "message"));
     unmet.extend(lacks(&expect.warnings_contain, &warnings, "warnings"));
     unmet.extend(lacks(&expect.patch_contains, &patch, "patch"));
+    if let Some(wanted) = &expect.lands_on {
+        let lands = lands_on(doc);
+        if &lands != wanted {
+            unmet.push(format!("{label}: lands on {lands:?}, not {wanted:?}"));
+        }
+    }
     unmet
 }
 
-/// The lookups the page reports, against the calls the module made.
+/// The pools where the admitted object's pods are scheduled and run, as
+/// the page's landing picture shows them.
+fn lands_on(doc: &DocumentResult) -> Vec<String> {
+    let after = doc.landing.as_ref().and_then(|l| l.after.as_ref());
+    let pools = after.and_then(|a| a["pools"].as_array()).cloned();
+    pools
+        .unwrap_or_default()
+        .iter()
+        .filter(|p| p["schedulable"] == true && p["runs"] == "yes")
+        .filter_map(|p| p["pool"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// The lookups the page reports, against the calls the module made. With
+/// `imageFacts: cluster` the images are read from the published ConfigMaps
+/// of a namespace (one list); with `registry`, one OCI call per image.
 fn lookups_differ(label: &str, doc: &DocumentResult, host: &ContextHost) -> Option<String> {
-    let mut images = Vec::new();
-    let mut classes = Vec::new();
-    let mut nodes = false;
+    let mut made = Lookups::default();
     for call in host.calls() {
         let payload: Value = serde_json::from_str(&call.payload).unwrap_or(Value::Null);
+        let text = |key: &str| payload[key].as_str().unwrap_or_default().to_owned();
         match (call.namespace.as_str(), call.operation.as_str()) {
-            ("oci", _) => images.push(payload.as_str().unwrap_or_default().to_owned()),
-            ("kubernetes", "get_resource") => {
-                classes.push(payload["name"].as_str().unwrap_or_default().to_owned())
+            ("oci", _) => made
+                .registry_images
+                .push(payload.as_str().unwrap_or_default().to_owned()),
+            ("kubernetes", "get_resource") => made.runtime_classes.push(text("name")),
+            ("kubernetes", "list_resources_all") => made.nodes = true,
+            ("kubernetes", "list_resources_by_namespace") if text("kind") == "ConfigMap" => {
+                made.published_in = Some(text("namespace"));
             }
-            ("kubernetes", "list_resources_all") => nodes = true,
             _ => {}
         }
     }
     let mut seen = std::collections::BTreeSet::new();
-    images.retain(|image| seen.insert(image.clone()));
-    let said = doc
-        .lookups
-        .as_ref()
-        .map(|n| (n.images.clone(), n.runtime_classes.clone(), n.nodes));
-    let made = Some((images, classes, nodes));
-    (said != made)
+    made.registry_images
+        .retain(|image| seen.insert(image.clone()));
+    let said = doc.lookups.as_ref().map(|needs| {
+        let wants_images = !needs.images.is_empty();
+        let (registry_images, published_in) = match &needs.image_source {
+            ImageSource::Registry => (needs.images.clone(), None),
+            ImageSource::Cluster { namespace } => {
+                (Vec::new(), wants_images.then(|| namespace.clone()))
+            }
+        };
+        Lookups {
+            registry_images,
+            published_in,
+            runtime_classes: needs.runtime_classes.clone(),
+            nodes: needs.nodes,
+        }
+    });
+    (said.as_ref() != Some(&made))
         .then(|| format!("{label}: the page says the policy looks up {said:?}; it asked {made:?}"))
+}
+
+/// What an evaluation looks up in the cluster and the registries.
+#[derive(Debug, Default, PartialEq)]
+struct Lookups {
+    registry_images: Vec<String>,
+    /// The namespace whose image facts ConfigMaps are listed.
+    published_in: Option<String>,
+    runtime_classes: Vec<String>,
+    nodes: bool,
 }
 
 /// One case's texts, with the test's registry in place of the ones it names.
@@ -244,23 +293,32 @@ fn prepare(case: &FactsCase, host_name: &str) -> Texts {
 }
 
 /// The policy module's answer in a cluster holding the case's objects (and
-/// the pools as Nodes) and a registry holding its images; the host, with
-/// the calls the module made.
+/// the pools as Nodes, and the image facts ConfigMaps the facts syncer
+/// would publish for the registry's images) and a registry holding its
+/// images; the host, with the calls the module made.
 fn policy_answer(
     module: &PolicyModule,
     case: &FactsCase,
     texts: &Texts,
-    host_name: &str,
+    registry: &LocalRegistry,
 ) -> (Evaluation, Arc<ContextHost>) {
+    let registries = || Registries::new(&[registry.host()]).unwrap();
     let mut objects = objects_of(&texts.cluster).unwrap();
     if case.pools_are_nodes {
         let pools = read_pools(&texts.pools, &mut Vec::new()).unwrap();
         let nodes = node_objects(&pools);
         objects.extend(nodes["items"].as_array().unwrap().iter().cloned());
     }
+    let images = published::catalog(registry.port()).unwrap();
+    let resolver = ContextHost::new().with_registries(registries());
+    objects.extend(published::config_maps(
+        &resolver,
+        &images,
+        DEFAULT_FACTS_NAMESPACE,
+    ));
     let context = Arc::new(
         ContextHost::new()
-            .with_registries(Registries::new(&[host_name.to_owned()]).unwrap())
+            .with_registries(registries())
             .with_cluster(Cluster::from_objects(objects)),
     );
     let host = module.instantiate_with(context.clone()).unwrap();
@@ -272,9 +330,9 @@ fn policy_answer(
 }
 
 /// Everything wrong with one case.
-fn case_problems(module: &PolicyModule, case: &FactsCase, host_name: &str) -> Vec<String> {
+fn case_problems(module: &PolicyModule, case: &FactsCase, registry: &LocalRegistry) -> Vec<String> {
     let label = case.name.as_str();
-    let texts = prepare(case, host_name);
+    let texts = prepare(case, &registry.host());
     let inputs = Inputs {
         object: &texts.object,
         settings: &texts.settings,
@@ -285,7 +343,7 @@ fn case_problems(module: &PolicyModule, case: &FactsCase, host_name: &str) -> Ve
         ..Inputs::default()
     };
     let doc = first_document(label, &inputs);
-    let (policy, context) = policy_answer(module, case, &texts, host_name);
+    let (policy, context) = policy_answer(module, case, &texts, registry);
     let mut problems = differences(label, &doc, &policy, &as_json(&texts.object), None);
     problems.extend(lookups_differ(label, &doc, &context));
     problems.extend(unmet(label, &case.expect, &doc));
@@ -315,7 +373,7 @@ fn facts_examples_match_the_policy() {
     let module = module();
     let problems: Vec<String> = cases
         .iter()
-        .flat_map(|case| case_problems(&module, case, &registry.host()))
+        .flat_map(|case| case_problems(&module, case, &registry))
         .collect();
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

@@ -30,7 +30,9 @@
 
 use std::collections::BTreeMap;
 
-use os_placement_core::host_answers::{self, ManifestAnswer};
+use std::fmt;
+
+use os_placement_core::host_answers::{self, AnswerProblem, ManifestAnswer};
 use os_placement_core::published::{self, IMAGE_FACTS_SELECTOR};
 use os_placement_core::CollectOrdered;
 use os_placement_core::{Facts, ImageSource, Needs};
@@ -41,7 +43,51 @@ use serde_json::Value;
 /// Answers host calls; the module uses waPC, tests a fake.
 pub trait Host {
     /// `host_call("kubewarden", namespace, operation, payload)`.
-    fn call(&self, namespace: &str, operation: &str, payload: &[u8]) -> Result<Vec<u8>, String>;
+    fn call(&self, namespace: &str, operation: &str, payload: &[u8]) -> Result<Vec<u8>, HostError>;
+}
+
+/// The host failed a call: its own words (policy-server's error text).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostError(pub String);
+
+/// Why a lookup gave no facts. Its text goes into the warning as it is.
+#[derive(Debug)]
+pub enum LookupError {
+    /// The host failed the call.
+    Host(HostError),
+    /// The answer of `call` (`namespace/operation`) is not JSON.
+    NotJson {
+        /// `namespace/operation`.
+        call: String,
+        /// Why.
+        error: serde_json::Error,
+    },
+    /// The answer is JSON but not what the capability promises.
+    Answer(AnswerProblem),
+}
+
+impl fmt::Display for LookupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LookupError::Host(HostError(message)) => f.write_str(message),
+            LookupError::NotJson { call, error } => {
+                write!(f, "{call}: answer is not JSON: {error}")
+            }
+            LookupError::Answer(problem) => write!(f, "{problem}"),
+        }
+    }
+}
+
+impl From<HostError> for LookupError {
+    fn from(error: HostError) -> LookupError {
+        LookupError::Host(error)
+    }
+}
+
+impl From<AnswerProblem> for LookupError {
+    fn from(problem: AnswerProblem) -> LookupError {
+        LookupError::Answer(problem)
+    }
 }
 
 /// The Kubewarden host through waPC.
@@ -49,16 +95,21 @@ pub struct Wapc;
 
 impl Host for Wapc {
     #[cfg(target_arch = "wasm32")]
-    fn call(&self, namespace: &str, operation: &str, payload: &[u8]) -> Result<Vec<u8>, String> {
+    fn call(&self, namespace: &str, operation: &str, payload: &[u8]) -> Result<Vec<u8>, HostError> {
         wapc_guest::host_call("kubewarden", namespace, operation, payload)
-            .map_err(|e| e.to_string())
+            .map_err(|e| HostError(e.to_string()))
     }
 
     #[cfg(not(target_arch = "wasm32"))]
-    fn call(&self, namespace: &str, operation: &str, _payload: &[u8]) -> Result<Vec<u8>, String> {
-        Err(format!(
+    fn call(
+        &self,
+        namespace: &str,
+        operation: &str,
+        _payload: &[u8],
+    ) -> Result<Vec<u8>, HostError> {
+        Err(HostError(format!(
             "{namespace}/{operation}: host capabilities exist only inside the policy server"
-        ))
+        )))
     }
 }
 
@@ -118,11 +169,14 @@ fn call_json(
     namespace: &str,
     operation: &str,
     payload: &impl Serialize,
-) -> Result<Value, String> {
-    let body = serde_json::to_vec(payload).map_err(|e| e.to_string())?;
+) -> Result<Value, LookupError> {
+    // The requests always serialise: their fields are strings and options.
+    let body = serde_json::to_vec(payload).unwrap_or_default();
     let answer = host.call(namespace, operation, &body)?;
-    serde_json::from_slice(&answer)
-        .map_err(|e| format!("{namespace}/{operation}: answer is not JSON: {e}"))
+    serde_json::from_slice(&answer).map_err(|error| LookupError::NotJson {
+        call: format!("{namespace}/{operation}"),
+        error,
+    })
 }
 
 /// The fields of an image facts ConfigMap the policy reads (the host prunes the rest).
@@ -158,19 +212,17 @@ fn published_images(
 fn image_facts(image: &str, host: &dyn Host) -> ImageFacts {
     match image_platforms(image, host) {
         Ok(platforms) => ImageFacts::Platforms(platforms),
-        Err(e) => ImageFacts::LookupFailed(e),
+        Err(e) => ImageFacts::LookupFailed(e.to_string()),
     }
 }
 
-fn image_platforms(image: &str, host: &dyn Host) -> Result<Vec<Platform>, String> {
+fn image_platforms(image: &str, host: &dyn Host) -> Result<Vec<Platform>, LookupError> {
     let answer = call_json(host, "oci", "v1/oci_manifest", &image)?;
-    match host_answers::manifest(&answer).map_err(|e| e.to_string())? {
+    match host_answers::manifest(&answer)? {
         ManifestAnswer::Index(platforms) => Ok(platforms),
         ManifestAnswer::Image => {
             let answer = call_json(host, "oci", "v1/oci_manifest_config", &image)?;
-            host_answers::manifest_config(&answer)
-                .map(|p| vec![p])
-                .map_err(|e| e.to_string())
+            Ok(vec![host_answers::manifest_config(&answer)?])
         }
     }
 }
@@ -186,8 +238,8 @@ fn runtime_class(name: &str, host: &dyn Host) -> RuntimeClassFacts {
     };
     match call_json(host, "kubernetes", "get_resource", &request) {
         Ok(rc) => RuntimeClassFacts::Found(host_answers::runtime_class(&rc)),
-        Err(e) if is_not_found(&e) => RuntimeClassFacts::Missing,
-        Err(e) => RuntimeClassFacts::LookupFailed(e),
+        Err(LookupError::Host(HostError(e))) if is_not_found(&e) => RuntimeClassFacts::Missing,
+        Err(e) => RuntimeClassFacts::LookupFailed(e.to_string()),
     }
 }
 
@@ -236,7 +288,7 @@ fn nodes(host: &dyn Host, labels: bool) -> NodeFacts {
     match call_json(host, "kubernetes", "list_resources_all", &request) {
         Ok(list) => host_answers::node_list(&list)
             .unwrap_or_else(|e| NodeFacts::LookupFailed(e.to_string())),
-        Err(e) => NodeFacts::LookupFailed(e),
+        Err(e) => NodeFacts::LookupFailed(e.to_string()),
     }
 }
 
@@ -279,7 +331,7 @@ mod tests {
             namespace: &str,
             operation: &str,
             payload: &[u8],
-        ) -> Result<Vec<u8>, String> {
+        ) -> Result<Vec<u8>, HostError> {
             let op = format!("{namespace}/{operation}");
             let payload: Value = serde_json::from_slice(payload).unwrap();
             self.calls.borrow_mut().push((op.clone(), payload.clone()));
@@ -287,8 +339,11 @@ mod tests {
                 .answers
                 .iter()
                 .find(|(o, p, _)| *o == op && *p == payload)
-                .ok_or_else(|| format!("{op}: no answer"))?;
-            answer.clone().map(|v| serde_json::to_vec(&v).unwrap())
+                .ok_or_else(|| HostError(format!("{op}: no answer")))?;
+            answer
+                .clone()
+                .map(|v| serde_json::to_vec(&v).unwrap())
+                .map_err(HostError)
         }
     }
 

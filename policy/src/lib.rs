@@ -172,8 +172,8 @@ mod tests {
     struct NoHost;
 
     impl facts::Host for NoHost {
-        fn call(&self, _: &str, _: &str, _: &[u8]) -> Result<Vec<u8>, String> {
-            Err("no host".into())
+        fn call(&self, _: &str, _: &str, _: &[u8]) -> Result<Vec<u8>, facts::HostError> {
+            Err(facts::HostError("no host".into()))
         }
     }
 

@@ -16,7 +16,7 @@ use os_placement_core::{locate_pod_spec, ImageFacts, Kind, PodView};
 use serde_json::Value;
 
 use super::cache::Published;
-use super::SyncError;
+use crate::error::SyncError;
 
 /// The syncer's own data key beside the facts: when each image was resolved.
 pub const RESOLVED_AT_KEY: &str = "resolved-at.json";

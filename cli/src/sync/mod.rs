@@ -1,7 +1,7 @@
 //! `os-placement facts sync`: image facts kept in the cluster, so that
 //! admission never waits on a registry. Each round lists the images the
 //! cluster's Pods and workload templates use ([`cluster`]), resolves those
-//! not known or gone stale from their registries ([`registry`]: timeouts,
+//! not known or gone stale from their registries (`crate::registry`: timeouts,
 //! bounded retries, a concurrency limit, Docker config credentials), and
 //! publishes them as the ConfigMaps the policy reads
 //! (`os_placement_core::published`). What was resolved, and when, is kept
@@ -11,42 +11,14 @@
 
 mod cache;
 mod cluster;
-mod registry;
 
 use std::time::{Duration, SystemTime};
 
 use crate::args::SyncArgs;
-use crate::error::CliError;
+use crate::error::{CliError, SyncError};
+use crate::registry::Resolver;
 use cache::Cache;
 use cluster::Cluster;
-use registry::Resolver;
-
-/// What stops a sync.
-#[derive(Debug, thiserror::Error)]
-pub enum SyncError {
-    /// The async runtime could not start.
-    #[error("cannot start the async runtime: {0}")]
-    Runtime(std::io::Error),
-    /// No kubeconfig or in-cluster configuration.
-    #[error("no Kubernetes configuration (in-cluster or KUBECONFIG): {0}")]
-    Config(String),
-    /// A Kubernetes API call failed.
-    #[error("{action}: {source}")]
-    Api {
-        /// What was being done.
-        action: String,
-        /// The client's error.
-        source: Box<kube::Error>,
-    },
-    /// A ConfigMap the core built does not read as one.
-    #[error("cannot build ConfigMap {name}: {source}")]
-    ConfigMap {
-        /// Its name.
-        name: String,
-        /// Why.
-        source: serde_json::Error,
-    },
-}
 
 /// Runs `facts sync` until it fails, or once with `--once`.
 pub fn run(args: &SyncArgs) -> Result<u8, CliError> {
@@ -62,7 +34,7 @@ pub fn run(args: &SyncArgs) -> Result<u8, CliError> {
 
 async fn sync(args: &SyncArgs) -> Result<(), SyncError> {
     let cluster = Cluster::connect(&args.namespace).await?;
-    let resolver = Resolver::new(args);
+    let resolver = Resolver::new(&args.registry);
     let mut cache = Cache::new(args.refresh_after, args.retry_failed_after);
     cache.seed(cluster.published().await?);
     loop {

@@ -1,53 +1,11 @@
-//! Completes the settings with facts from the cluster: RuntimeClasses the
-//! settings do not declare, and the Windows taint read from the nodes.
-
-use std::borrow::Cow;
+//! Warnings about cluster facts a request needed but that could not be
+//! read (the completion itself is `placement::cluster_settings`).
 
 use crate::input::facts::{Facts, NodeFacts, RuntimeClassFacts};
 use crate::input::pod::PodView;
-use crate::input::settings::{RuntimeClass, Scheduling, Settings};
-use crate::scheduling::taints::os_taint;
-use crate::vocab::constraint::Os;
+use crate::input::settings::Settings;
 use crate::vocab::diagnostics::{Code, Diagnostic};
 use crate::vocab::text::short;
-
-/// The settings the rules use for this request. The settings' own
-/// RuntimeClasses win, as they did before the cluster was read.
-pub fn complete<'s>(settings: &'s Settings, facts: &Facts) -> Cow<'s, Settings> {
-    let adds_class = facts.runtime_classes.iter().any(|(name, found)| {
-        matches!(found, RuntimeClassFacts::Found(_)) && settings.runtime_class(name).is_none()
-    });
-    if !adds_class && !settings.taints_from_nodes() {
-        // Image platforms and a node list alone change no setting.
-        return Cow::Borrowed(settings);
-    }
-    let mut completed = settings.clone();
-    for (name, found) in &facts.runtime_classes {
-        if let RuntimeClassFacts::Found(rc) = found {
-            if settings.runtime_class(name).is_none() {
-                completed.runtime_classes.push(RuntimeClass {
-                    name: name.clone(),
-                    scheduling: Scheduling {
-                        node_selector: rc.scheduling.node_selector.clone(),
-                        tolerations: rc.scheduling.tolerations.clone(),
-                    },
-                    handler: Some(rc.handler.clone()),
-                    isolation: rc.isolation,
-                });
-            }
-        }
-    }
-    // Unread nodes leave `fromNodes` as it is: no taint, and a warning.
-    if let Some(nodes) = facts.listed_nodes() {
-        if settings.windows_taint.reads_nodes() {
-            completed.windows_taint = os_taint(nodes, Os::Windows).into();
-        }
-        if settings.linux_taint.reads_nodes() {
-            completed.linux_taint = os_taint(nodes, Os::Linux).into();
-        }
-    }
-    Cow::Owned(completed)
-}
 
 /// Warnings about cluster facts the pod needed but that could not be read.
 pub fn lookup_warnings(pod: &PodView<'_>, settings: &Settings, facts: &Facts) -> Vec<Diagnostic> {

@@ -106,7 +106,7 @@ fn evaluate_read<'a>(
     if matches!(review.operation, Operation::Delete | Operation::Connect) {
         return Decision::accept(Vec::new());
     }
-    let completed = crate::admission::context::complete(settings, facts);
+    let completed = crate::placement::cluster_settings::complete(settings, facts);
     // The resolution read without facts holds while the settings stay as
     // they are and no image was looked up (nodes change the plan, not it).
     let resolution_holds = matches!(completed, Cow::Borrowed(_)) && facts.images.is_empty();

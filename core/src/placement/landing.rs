@@ -2,20 +2,23 @@
 //! place the pod there and whether its containers could run there.
 //!
 //! Scheduling is the scheduling model's (`scheduling`): NodeAffinity and
-//! TaintToleration, with a RuntimeClass declared in the settings merged
-//! first, as the RuntimeClass admission plugin does. Running is the
-//! core's own reading of the containers (images, `windowsOptions`,
-//! `spec.os.name`) against the pool's OS and build.
+//! TaintToleration, with the pod's RuntimeClass (declared in the settings
+//! or read from the cluster) merged first, as the RuntimeClass admission
+//! plugin does. Running is the core's own reading of the containers
+//! (images, with their registry platforms when the facts hold them,
+//! `windowsOptions`, `spec.os.name`) against the pool's OS and build.
 
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::input::facts::Facts;
 use crate::input::node::Node;
 use crate::input::pod::PodView;
 use crate::input::review::locate_pod_spec;
 use crate::input::settings::Settings;
+use crate::placement::cluster_settings::complete;
 use crate::scheduling::runtime_class::{Blocker, PodScheduling};
-use crate::signals::resolve::{resolve, Signal, Source};
+use crate::signals::resolve::{resolve_with, Signal, Source};
 use crate::vocab::diagnostics::{Code, Diagnostic};
 use crate::vocab::field_path::FieldPath;
 use crate::vocab::kinds::{Kind, SUPPORTED_KINDS};
@@ -48,20 +51,23 @@ pub struct PoolLanding {
     pub notes: Vec<String>,
 }
 
-/// Where the pod spec of `object` (a Pod or a workload) can land and run.
+/// Where the pod spec of `object` (a Pod or a workload) can land and run,
+/// with what the cluster and registries said (`facts`; empty: nothing).
 pub fn landing(
     object: &Value,
     pools: &[Node],
     settings: &Settings,
+    facts: &Facts,
 ) -> Result<Vec<PoolLanding>, Vec<Diagnostic>> {
     let (spec, path) = pod_spec(object)?;
     let pod = PodView::read(spec, path)?;
+    let settings = complete(settings, facts);
     let class = pod
         .runtime_class_name
         .and_then(|name| settings.runtime_class(name));
     let scheduling = PodScheduling::of(&pod, class);
     let notes = unknown_class_note(&pod, class.is_some());
-    let resolution = resolve(&pod, settings);
+    let resolution = resolve_with(&pod, &settings, facts);
     let container_signals: Vec<&Signal> = resolution
         .signals
         .iter()
@@ -133,13 +139,13 @@ fn container_fit(signals: &[&Signal], pool: &Node, reasons: &mut Vec<String>) ->
     fit
 }
 
-/// What the picture cannot know: the scheduling of a RuntimeClass the
-/// settings do not declare.
+/// What the picture cannot know: the scheduling of a RuntimeClass that
+/// neither the settings declare nor the cluster facts hold.
 fn unknown_class_note(pod: &PodView<'_>, declared: bool) -> Vec<String> {
     pod.runtime_class_name
         .filter(|_| !declared)
         .map(|name| {
-            format!("RuntimeClass {name:?} is not declared in the settings: any scheduling it adds is not shown")
+            format!("RuntimeClass {name:?} is neither declared in the settings nor in the cluster facts: any scheduling it adds is not shown")
         })
         .into_iter()
         .collect()
@@ -195,7 +201,7 @@ mod tests {
         // sends it to Linux, where it cannot run (the bug the policy fixes).
         let object = pod(json!({"containers": [
             {"name": "iis", "image": "mcr.microsoft.com/windows/servercore/iis:windowsservercore-ltsc2019"}]}));
-        let result = landing(&object, &pools(), &Settings::default()).unwrap();
+        let result = landing(&object, &pools(), &Settings::default(), &Facts::default()).unwrap();
         let map = by_pool(&result);
         assert_eq!(map["linux"], (true, Fit::No));
         assert_eq!(map["win2019"], (false, Fit::Yes));
@@ -216,7 +222,8 @@ mod tests {
             "nodeSelector": {"kubernetes.io/os": "windows", "node.kubernetes.io/windows-build": "10.0.17763"},
             "tolerations": [{"key": "os", "operator": "Equal", "value": "windows", "effect": "NoSchedule"}],
             "containers": [{"name": "c", "image": "mcr.microsoft.com/windows/nanoserver:ltsc2019"}]}));
-        let map_result = landing(&object, &pools(), &Settings::default()).unwrap();
+        let map_result =
+            landing(&object, &pools(), &Settings::default(), &Facts::default()).unwrap();
         let map = by_pool(&map_result);
         assert_eq!(map["linux"], (false, Fit::No));
         assert_eq!(map["win2019"], (true, Fit::Yes));
@@ -228,7 +235,7 @@ mod tests {
         let object = json!({"kind": "DaemonSet", "spec": {"template": {"spec": {
             "tolerations": [{"operator": "Exists"}],
             "containers": [{"name": "agent", "image": "example.com/agent:1.0"}]}}}});
-        let result = landing(&object, &pools(), &Settings::default()).unwrap();
+        let result = landing(&object, &pools(), &Settings::default(), &Facts::default()).unwrap();
         assert!(result
             .iter()
             .all(|l| l.schedulable && l.runs == Fit::Unknown));
@@ -239,7 +246,7 @@ mod tests {
         let mut soft = pools();
         soft[1].taints[0].effect = "PreferNoSchedule".into();
         let object = pod(json!({"containers": [{"name": "c", "image": "alpine"}]}));
-        let result = landing(&object, &soft, &Settings::default()).unwrap();
+        let result = landing(&object, &soft, &Settings::default(), &Facts::default()).unwrap();
         assert!(result[1].schedulable);
         assert_eq!(result[1].runs, Fit::No);
         let settings = Settings::from_value(&json!({"runtimeClasses": [{"name": "win-2022",
@@ -249,14 +256,66 @@ mod tests {
         .unwrap();
         let object = pod(json!({"runtimeClassName": "win-2022",
             "containers": [{"name": "c", "image": "mcr.microsoft.com/windows/nanoserver:ltsc2022"}]}));
-        let map_result = landing(&object, &pools(), &settings).unwrap();
+        let map_result = landing(&object, &pools(), &settings, &Facts::default()).unwrap();
         let map = by_pool(&map_result);
         assert_eq!(map["win2022"], (true, Fit::Yes));
         assert!(!map["linux"].0);
         let unknown = pod(json!({"runtimeClassName": "gvisor", "containers": []}));
-        let result = landing(&unknown, &pools(), &settings).unwrap();
+        let result = landing(&unknown, &pools(), &settings, &Facts::default()).unwrap();
         assert!(result[0].schedulable && !result[1].schedulable);
         assert!(result[0].notes[0].contains("gvisor"));
+    }
+
+    fn facts(value: Value) -> Facts {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn registry_platforms_decide_where_an_unnamed_image_runs() {
+        // The image's name says nothing; its index says Windows Server 2022
+        // (OCI image-index `platform.os.version`), so it runs on win2022 only.
+        let object = json!({"kind": "DaemonSet", "spec": {"template": {"spec": {
+            "tolerations": [{"operator": "Exists"}],
+            "containers": [{"name": "agent", "image": "example.com/agent:1.0"}]}}}});
+        let found = facts(json!({"images": {"example.com/agent:1.0": {"platforms": [
+            {"os": "windows", "osVersion": "10.0.20348.2700", "architecture": "amd64"}]}}}));
+        let with = landing(&object, &pools(), &Settings::default(), &found).unwrap();
+        let map = by_pool(&with);
+        assert_eq!(map["linux"], (true, Fit::No));
+        assert_eq!(map["win2019"], (true, Fit::No));
+        assert_eq!(map["win2022"], (true, Fit::Yes));
+        assert!(with[0]
+            .reasons
+            .iter()
+            .any(|r| r.contains("example.com/agent:1.0")));
+        let without = landing(&object, &pools(), &Settings::default(), &Facts::default()).unwrap();
+        assert!(without.iter().all(|l| l.runs == Fit::Unknown));
+    }
+
+    #[test]
+    fn a_runtime_class_read_from_the_cluster_is_merged() {
+        // RuntimeClass admission plugin: the class's scheduling.nodeSelector
+        // and tolerations join the pod's before the scheduler sees it.
+        let object = pod(json!({"runtimeClassName": "win-2022",
+            "containers": [{"name": "c", "image": "mcr.microsoft.com/windows/nanoserver:ltsc2022"}]}));
+        let cluster = facts(json!({"runtimeClasses": {"win-2022": {"found": {
+            "handler": "runhcs-wcow-process",
+            "scheduling": {"nodeSelector": {"kubernetes.io/os": "windows",
+                "node.kubernetes.io/windows-build": "10.0.20348"},
+                "tolerations": [{"key": "os", "operator": "Exists"}]}}}}}));
+        let with = landing(&object, &pools(), &Settings::default(), &cluster).unwrap();
+        let map = by_pool(&with);
+        assert_eq!(map["win2022"], (true, Fit::Yes));
+        assert_eq!(map["win2019"], (false, Fit::No));
+        assert!(!map["linux"].0);
+        assert!(with.iter().all(|l| l.notes.is_empty()));
+        let missing = facts(json!({"runtimeClasses": {"win-2022": "missing"}}));
+        let without = landing(&object, &pools(), &Settings::default(), &missing).unwrap();
+        assert!(
+            !by_pool(&without)["win2022"].0,
+            "the taint is not tolerated without the class"
+        );
+        assert!(without[0].notes[0].contains("win-2022"));
     }
 
     #[test]
@@ -269,9 +328,16 @@ mod tests {
         assert!(pools_from_value(&json!({})).is_err());
         let no_spec = json!({"kind": "Deployment", "spec": {}});
         assert_eq!(
-            landing(&no_spec, &pools(), &Settings::default()).unwrap_err()[0].path,
+            landing(&no_spec, &pools(), &Settings::default(), &Facts::default()).unwrap_err()[0]
+                .path,
             "spec.template"
         );
-        assert!(landing(&json!({"kind": "Service"}), &pools(), &Settings::default()).is_err());
+        assert!(landing(
+            &json!({"kind": "Service"}),
+            &pools(),
+            &Settings::default(),
+            &Facts::default()
+        )
+        .is_err());
     }
 }

@@ -1,5 +1,5 @@
-//! Image platforms from their registries, with the limits admission-time
-//! lookups lack: each attempt has a deadline, transient failures (no
+//! Image platforms from their registries (for `facts sync` and `--lookup`),
+//! with the limits admission-time lookups lack: each attempt has a deadline, transient failures (no
 //! answer, a connection error, a 5xx) are tried again a bounded number of
 //! times with a growing pause, and only `--concurrency` lookups run at
 //! once. Answers are read by the core's converters, as the policy reads
@@ -16,7 +16,7 @@ use oci_client::{Client, Reference};
 use os_placement_core::host_answers::{self, ManifestAnswer};
 use os_placement_core::{ImageFacts, Platform};
 
-use crate::args::SyncArgs;
+use crate::args::RegistryArgs;
 
 /// Resolves image references into platforms.
 pub struct Resolver {
@@ -60,7 +60,7 @@ impl Failure {
 
 impl Resolver {
     /// A resolver with the limits of `args`; plain HTTP for `--insecure-registry`.
-    pub fn new(args: &SyncArgs) -> Resolver {
+    pub fn new(args: &RegistryArgs) -> Resolver {
         let client = Client::new(ClientConfig {
             protocol: ClientProtocol::HttpsExcept(args.insecure_registry.clone()),
             connect_timeout: Some(args.registry_timeout),
