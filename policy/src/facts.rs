@@ -132,7 +132,7 @@ pub fn gather(needs: &Needs, host: &dyn Host) -> Facts {
         .runtime_classes
         .iter()
         .map(|name| (name.clone(), runtime_class(name, host)))
-        .collect_map();
+        .collect();
     let nodes = needs.nodes.then(|| nodes(host, needs.node_labels));
     Facts {
         images,
@@ -500,15 +500,21 @@ mod tests {
             ..Needs::default()
         };
         let facts = gather(&needs, &host);
-        let RuntimeClassFacts::Found(hv) = &facts.runtime_classes["hv"] else {
+        let RuntimeClassFacts::Found(hv) = facts.runtime_classes.get("hv").unwrap() else {
             panic!("{facts:?}")
         };
         assert_eq!(hv.handler, "runhcs-wcow-hypervisor");
         assert_eq!(hv.scheduling.tolerations.len(), 1);
-        assert_eq!(facts.runtime_classes["gone"], RuntimeClassFacts::Missing);
-        assert_eq!(facts.runtime_classes["absent"], RuntimeClassFacts::Missing);
         assert_eq!(
-            facts.runtime_classes["denied"],
+            *facts.runtime_classes.get("gone").unwrap(),
+            RuntimeClassFacts::Missing
+        );
+        assert_eq!(
+            *facts.runtime_classes.get("absent").unwrap(),
+            RuntimeClassFacts::Missing
+        );
+        assert_eq!(
+            *facts.runtime_classes.get("denied").unwrap(),
             RuntimeClassFacts::LookupFailed("forbidden".into())
         );
     }
