@@ -339,10 +339,10 @@ mod tests {
         assert_eq!(nodes.len(), 1);
         assert_eq!(nodes[0].windows_build.as_deref(), Some("10.0.20348"));
         assert!(
-            matches!(&answer.runtime_classes["windows-2022"], RuntimeClassFacts::Found(rc) if rc.handler == "runhcs-wcow-process")
+            matches!(answer.runtime_classes.get("windows-2022").unwrap(), RuntimeClassFacts::Found(rc) if rc.handler == "runhcs-wcow-process")
         );
         assert_eq!(
-            answer.runtime_classes["gone"],
+            *answer.runtime_classes.get("gone").unwrap(),
             RuntimeClassFacts::Missing,
             "a listing holds every class"
         );
@@ -404,10 +404,13 @@ runtimeClasses:
         assert!(
             matches!(&answer.images["unknown:1"], ImageFacts::LookupFailed(e) if e.contains("facts file"))
         );
-        assert_eq!(answer.runtime_classes["gone"], RuntimeClassFacts::Missing);
+        assert_eq!(
+            *answer.runtime_classes.get("gone").unwrap(),
+            RuntimeClassFacts::Missing
+        );
         assert!(
             matches!(
-                &answer.runtime_classes["other"],
+                answer.runtime_classes.get("other").unwrap(),
                 RuntimeClassFacts::LookupFailed(_)
             ),
             "no listing: unknown"

@@ -84,6 +84,18 @@ impl<A: GlobalAlloc> Arena<A> {
         self.active.set(false);
     }
 
+    /// Runs `f` with the chunk set aside: what `f` allocates comes from the
+    /// backing allocator and outlives the request (a cache kept across
+    /// requests). The request's blocks stay where they are.
+    pub fn outside<R>(&self, f: impl FnOnce() -> R) -> R {
+        let limit = self.limit.replace(0);
+        let active = self.active.replace(false);
+        let result = f();
+        self.limit.set(limit);
+        self.active.set(active);
+        result
+    }
+
     /// True while a request runs and nothing has spilled: every block of the
     /// request is then in the chunk, so dropping it can be skipped.
     pub fn holds_everything(&self) -> bool {
@@ -241,6 +253,28 @@ mod tests {
         arena.end();
         assert!((0..64).all(|i| unsafe { *outside.add(i) } == 0xAB));
         unsafe { arena.dealloc(outside, layout(64, 8)) };
+    }
+
+    #[test]
+    fn blocks_allocated_outside_a_request_survive_its_reset() {
+        let arena = Arena::new(System);
+        arena.begin();
+        let inside = unsafe { arena.alloc(layout(32, 8)) };
+        let kept = arena.outside(|| unsafe { arena.alloc(layout(64, 8)) });
+        assert!(in_chunk(&arena, inside) && !in_chunk(&arena, kept));
+        unsafe { kept.write_bytes(0xCD, 64) };
+        let after = unsafe { arena.alloc(layout(32, 8)) };
+        assert!(in_chunk(&arena, after), "the request goes on in the chunk");
+        assert!(arena.holds_everything(), "a kept block is not a spill");
+        arena.end();
+        arena.begin();
+        for _ in 0..100 {
+            let p = unsafe { arena.alloc(layout(64, 8)) };
+            unsafe { p.write_bytes(0, 64) };
+        }
+        arena.end();
+        assert!((0..64).all(|i| unsafe { *kept.add(i) } == 0xCD));
+        unsafe { arena.dealloc(kept, layout(64, 8)) };
     }
 
     #[test]

@@ -37,7 +37,8 @@ use os_placement_core::published::{self, IMAGE_FACTS_SELECTOR};
 use os_placement_core::CollectOrdered;
 use os_placement_core::{Facts, ImageSource, Needs};
 use os_placement_core::{ImageFacts, NodeFacts, Platform, RuntimeClassFacts};
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 
 /// Answers host calls; the module uses waPC, tests a fake.
 pub trait Host {
@@ -131,7 +132,7 @@ pub fn gather(needs: &Needs, host: &dyn Host) -> Facts {
         .runtime_classes
         .iter()
         .map(|name| (name.clone(), runtime_class(name, host)))
-        .collect_map();
+        .collect();
     let nodes = needs.nodes.then(|| nodes(host, needs.node_labels));
     Facts {
         images,
@@ -140,13 +141,36 @@ pub fn gather(needs: &Needs, host: &dyn Host) -> Facts {
     }
 }
 
+/// A `kubernetes` list request, written straight from its fields (no JSON tree).
+#[derive(Serialize)]
+struct ListRequest<'a> {
+    api_version: &'a str,
+    kind: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    namespace: Option<&'a str>,
+    label_selector: Option<&'a str>,
+    field_selector: Option<&'a str>,
+    field_masks: &'a [&'a str],
+}
+
+/// A `kubernetes/get_resource` request.
+#[derive(Serialize)]
+struct GetRequest<'a> {
+    api_version: &'a str,
+    kind: &'a str,
+    name: &'a str,
+    namespace: Option<&'a str>,
+    disable_cache: bool,
+    field_masks: Option<&'a [&'a str]>,
+}
+
 fn call_json(
     host: &dyn Host,
     namespace: &str,
     operation: &str,
-    payload: &Value,
+    payload: &impl Serialize,
 ) -> Result<Value, LookupError> {
-    // A `Value` always serialises: its keys are strings.
+    // The requests always serialise: their fields are strings and options.
     let body = serde_json::to_vec(payload).unwrap_or_default();
     let answer = host.call(namespace, operation, &body)?;
     serde_json::from_slice(&answer).map_err(|error| LookupError::NotJson {
@@ -165,14 +189,14 @@ fn published_images(
     namespace: &str,
     host: &dyn Host,
 ) -> BTreeMap<String, ImageFacts> {
-    let request = json!({
-        "api_version": "v1",
-        "kind": "ConfigMap",
-        "namespace": namespace,
-        "label_selector": IMAGE_FACTS_SELECTOR,
-        "field_selector": null,
-        "field_masks": CONFIG_MAP_FIELD_MASKS,
-    });
+    let request = ListRequest {
+        api_version: "v1",
+        kind: "ConfigMap",
+        namespace: Some(namespace),
+        label_selector: Some(IMAGE_FACTS_SELECTOR),
+        field_selector: None,
+        field_masks: &CONFIG_MAP_FIELD_MASKS,
+    };
     match call_json(host, "kubernetes", "list_resources_by_namespace", &request) {
         Ok(list) => published::wanted_images(&list, wanted),
         Err(e) => {
@@ -180,7 +204,7 @@ fn published_images(
             wanted
                 .iter()
                 .map(|image| (image.clone(), ImageFacts::LookupFailed(error.clone())))
-                .collect()
+                .collect_map()
         }
     }
 }
@@ -193,25 +217,25 @@ fn image_facts(image: &str, host: &dyn Host) -> ImageFacts {
 }
 
 fn image_platforms(image: &str, host: &dyn Host) -> Result<Vec<Platform>, LookupError> {
-    let answer = call_json(host, "oci", "v1/oci_manifest", &json!(image))?;
+    let answer = call_json(host, "oci", "v1/oci_manifest", &image)?;
     match host_answers::manifest(&answer)? {
         ManifestAnswer::Index(platforms) => Ok(platforms),
         ManifestAnswer::Image => {
-            let answer = call_json(host, "oci", "v1/oci_manifest_config", &json!(image))?;
+            let answer = call_json(host, "oci", "v1/oci_manifest_config", &image)?;
             Ok(vec![host_answers::manifest_config(&answer)?])
         }
     }
 }
 
 fn runtime_class(name: &str, host: &dyn Host) -> RuntimeClassFacts {
-    let request = json!({
-        "api_version": "node.k8s.io/v1",
-        "kind": "RuntimeClass",
-        "name": name,
-        "namespace": null,
-        "disable_cache": false,
-        "field_masks": null,
-    });
+    let request = GetRequest {
+        api_version: "node.k8s.io/v1",
+        kind: "RuntimeClass",
+        name,
+        namespace: None,
+        disable_cache: false,
+        field_masks: None,
+    };
     match call_json(host, "kubernetes", "get_resource", &request) {
         Ok(rc) => RuntimeClassFacts::Found(host_answers::runtime_class(&rc)),
         Err(LookupError::Host(HostError(e))) if is_not_found(&e) => RuntimeClassFacts::Missing,
@@ -253,13 +277,14 @@ fn nodes(host: &dyn Host, labels: bool) -> NodeFacts {
     } else {
         &NODE_PLATFORM_MASKS
     };
-    let request = json!({
-        "api_version": "v1",
-        "kind": "Node",
-        "label_selector": null,
-        "field_selector": null,
-        "field_masks": masks,
-    });
+    let request = ListRequest {
+        api_version: "v1",
+        kind: "Node",
+        namespace: None,
+        label_selector: None,
+        field_selector: None,
+        field_masks: masks,
+    };
     match call_json(host, "kubernetes", "list_resources_all", &request) {
         Ok(list) => host_answers::node_list(&list)
             .unwrap_or_else(|e| NodeFacts::LookupFailed(e.to_string())),
@@ -273,6 +298,7 @@ mod tests {
     use std::cell::RefCell;
 
     use super::*;
+    use serde_json::json;
 
     /// Answers from a table of (namespace/operation, payload) → answer, and
     /// records every call.
@@ -474,15 +500,21 @@ mod tests {
             ..Needs::default()
         };
         let facts = gather(&needs, &host);
-        let RuntimeClassFacts::Found(hv) = &facts.runtime_classes["hv"] else {
+        let RuntimeClassFacts::Found(hv) = facts.runtime_classes.get("hv").unwrap() else {
             panic!("{facts:?}")
         };
         assert_eq!(hv.handler, "runhcs-wcow-hypervisor");
         assert_eq!(hv.scheduling.tolerations.len(), 1);
-        assert_eq!(facts.runtime_classes["gone"], RuntimeClassFacts::Missing);
-        assert_eq!(facts.runtime_classes["absent"], RuntimeClassFacts::Missing);
         assert_eq!(
-            facts.runtime_classes["denied"],
+            *facts.runtime_classes.get("gone").unwrap(),
+            RuntimeClassFacts::Missing
+        );
+        assert_eq!(
+            *facts.runtime_classes.get("absent").unwrap(),
+            RuntimeClassFacts::Missing
+        );
+        assert_eq!(
+            *facts.runtime_classes.get("denied").unwrap(),
             RuntimeClassFacts::LookupFailed("forbidden".into())
         );
     }

@@ -9,6 +9,7 @@ use wapc_guest::{register_function, CallResult};
 pub mod arena;
 pub mod facts;
 pub mod payload;
+pub mod settings_cache;
 
 use payload::Payload;
 
@@ -33,6 +34,15 @@ impl Drop for RequestScope {
         #[cfg(target_arch = "wasm32")]
         HEAP.end();
     }
+}
+
+/// Runs `read` with its allocations outside the request's arena, so what
+/// it keeps survives the request.
+fn outside_request(read: &mut dyn FnMut()) {
+    #[cfg(target_arch = "wasm32")]
+    HEAP.outside(read);
+    #[cfg(not(target_arch = "wasm32"))]
+    read();
 }
 
 /// Drops `value`, or leaves it to the arena's next reset when the arena
@@ -107,11 +117,21 @@ pub fn respond_with(payload: &[u8], host: &dyn facts::Host) -> ValidationRespons
     let Some(request) = &payload.request else {
         return rejection(MISSING_REQUEST.to_string());
     };
-    let settings = match Settings::from_value(&payload.settings) {
-        Ok(s) => s,
-        Err(e) => return rejection(format!("invalid policy settings:\n{e}")),
-    };
-    let admission = Admission::new(request, &settings).without_signals();
+    let text = payload.settings_text();
+    let response = settings_cache::with_settings(text, outside_request, |settings| {
+        decide(request, settings, host)
+    });
+    discard(payload);
+    response.unwrap_or_else(|e| rejection(format!("invalid policy settings:\n{e}")))
+}
+
+/// The response to one request under the settings.
+fn decide(
+    request: &serde_json::Value,
+    settings: &Settings,
+    host: &dyn facts::Host,
+) -> ValidationResponse {
+    let admission = Admission::new(request, settings).without_signals();
     let facts = if admission.needs().is_empty() {
         Default::default()
     } else {
@@ -119,7 +139,6 @@ pub fn respond_with(payload: &[u8], host: &dyn facts::Host) -> ValidationRespons
     };
     let response = to_response(admission.decide(&facts));
     discard(facts);
-    discard((payload, settings));
     response
 }
 

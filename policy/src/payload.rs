@@ -1,26 +1,35 @@
 //! The validation payload, read narrowly: the settings and the four request
 //! fields the core reads (`kind`, `operation`, `object`, `oldObject`) become
 //! JSON values; every other request field (`userInfo`, `resource`,
-//! `options`, ...) is skipped without being built. Duplicate keys keep the
-//! last value, as a full parse would.
+//! `options`, ...) is skipped without being built. The settings stay text,
+//! borrowed from the payload, for the settings cache. Duplicate keys keep
+//! the last value, as a full parse would.
 
 use std::fmt;
 
 use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 /// `{"request": ..., "settings": ...}`.
 #[derive(Debug, Default)]
-pub struct Payload {
+pub struct Payload<'a> {
     /// The admission request's fields the core reads, as an object; `None`
     /// when the payload has no request object.
     pub request: Option<Value>,
-    /// The policy settings; `Null` when absent.
-    pub settings: Value,
+    /// The policy settings as JSON text; `None` when absent.
+    pub settings: Option<&'a RawValue>,
 }
 
-impl<'de> Deserialize<'de> for Payload {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Payload, D::Error> {
+impl Payload<'_> {
+    /// The settings' JSON text: `null` when absent (all defaults).
+    pub fn settings_text(&self) -> &str {
+        self.settings.map_or("null", RawValue::get)
+    }
+}
+
+impl<'de> Deserialize<'de> for Payload<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Payload<'de>, D::Error> {
         let payload = deserializer.deserialize_any(ObjectOrNothing(Level::Payload))?;
         Ok(match payload {
             Read::Payload(p) => p,
@@ -49,8 +58,8 @@ enum Level {
     Request,
 }
 
-enum Read {
-    Payload(Payload),
+enum Read<'a> {
+    Payload(Payload<'a>),
     Request(Map<String, Value>),
     Nothing,
 }
@@ -113,20 +122,20 @@ impl Visitor<'_> for KeyVisitor {
 }
 
 impl<'de> Visitor<'de> for ObjectOrNothing {
-    type Value = Read;
+    type Value = Read<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any JSON value")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Read, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Read<'de>, A::Error> {
         match self.0 {
             Level::Payload => {
                 let mut payload = Payload::default();
                 while let Some(key) = map.next_key::<Key>()? {
                     match key {
                         Key::Request => payload.request = map.next_value::<NarrowRequest>()?.0,
-                        Key::Settings => payload.settings = map.next_value()?,
+                        Key::Settings => payload.settings = Some(map.next_value()?),
                         _ => {
                             map.next_value::<IgnoredAny>()?;
                         }
@@ -151,32 +160,32 @@ impl<'de> Visitor<'de> for ObjectOrNothing {
         }
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Read, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Read<'de>, A::Error> {
         while seq.next_element::<IgnoredAny>()?.is_some() {}
         Ok(Read::Nothing)
     }
 
-    fn visit_bool<E>(self, _: bool) -> Result<Read, E> {
+    fn visit_bool<E>(self, _: bool) -> Result<Read<'de>, E> {
         Ok(Read::Nothing)
     }
 
-    fn visit_i64<E>(self, _: i64) -> Result<Read, E> {
+    fn visit_i64<E>(self, _: i64) -> Result<Read<'de>, E> {
         Ok(Read::Nothing)
     }
 
-    fn visit_u64<E>(self, _: u64) -> Result<Read, E> {
+    fn visit_u64<E>(self, _: u64) -> Result<Read<'de>, E> {
         Ok(Read::Nothing)
     }
 
-    fn visit_f64<E>(self, _: f64) -> Result<Read, E> {
+    fn visit_f64<E>(self, _: f64) -> Result<Read<'de>, E> {
         Ok(Read::Nothing)
     }
 
-    fn visit_str<E>(self, _: &str) -> Result<Read, E> {
+    fn visit_str<E>(self, _: &str) -> Result<Read<'de>, E> {
         Ok(Read::Nothing)
     }
 
-    fn visit_unit<E>(self) -> Result<Read, E> {
+    fn visit_unit<E>(self) -> Result<Read<'de>, E> {
         Ok(Read::Nothing)
     }
 }
@@ -188,7 +197,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn read(text: &str) -> Payload {
+    fn read(text: &str) -> Payload<'_> {
         serde_json::from_str(text).unwrap()
     }
 
@@ -204,14 +213,14 @@ mod tests {
             Some(json!({"kind": {"kind": "Pod"}, "operation": "CREATE",
                         "object": {"spec": {}}, "oldObject": null}))
         );
-        assert_eq!(p.settings, json!({"mutate": false}));
+        assert_eq!(p.settings_text(), r#"{"mutate": false}"#);
     }
 
     #[test]
     fn duplicate_keys_keep_the_last_value_like_a_full_parse() {
         let p = read(r#"{"request": {"operation": "DELETE", "operation": "CREATE"}}"#);
         assert_eq!(p.request, Some(json!({"operation": "CREATE"})));
-        assert_eq!(p.settings, Value::Null);
+        assert_eq!(p.settings_text(), "null");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! the core never fetches anything. With no facts every rule behaves as if
 //! only the request and the settings existed.
 
-use crate::vocab::ordered::StringMap;
+use crate::vocab::ordered::{SortedMap, StringMap};
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Toleration;
@@ -21,9 +21,10 @@ pub struct Facts {
     /// Platforms per image reference, exactly as written in the pod.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub images: BTreeMap<String, ImageFacts>,
-    /// RuntimeClasses by name, as read from the cluster.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub runtime_classes: BTreeMap<String, RuntimeClassFacts>,
+    /// RuntimeClasses by name, as read from the cluster: the few a pod
+    /// names, so a sorted vector rather than a B-tree of its own.
+    #[serde(default, skip_serializing_if = "SortedMap::is_empty")]
+    pub runtime_classes: SortedMap<String, RuntimeClassFacts>,
     /// The cluster's nodes; `None` when not looked up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nodes: Option<NodeFacts>,

@@ -14,9 +14,11 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::input::facts::{Facts, ImageFacts};
+use crate::input::facts::ImageFacts;
+use crate::vocab::ordered::CollectOrdered;
 
 /// The label every image facts ConfigMap carries, with the value `"true"`.
 pub const IMAGE_FACTS_LABEL: &str = "os-placement.kubewarden.io/image-facts";
@@ -85,12 +87,22 @@ pub fn config_map_images(
         .ok_or_else(|| PublishedProblem::NoFacts {
             config_map: name.clone(),
         })?;
-    serde_json::from_str::<Facts>(text)
+    // Bytes, not text: the one JSON reader the module already carries.
+    serde_json::from_slice::<PublishedImages>(text.as_bytes())
         .map(|facts| facts.images)
         .map_err(|e| PublishedProblem::NotFacts {
             config_map: name,
             error: e.to_string(),
         })
+}
+
+/// A facts document as a ConfigMap publishes it: only its images are read
+/// (the syncer writes nothing else), so the module carries no reader for
+/// the rest of [`Facts`](crate::Facts).
+#[derive(Deserialize)]
+struct PublishedImages {
+    #[serde(default)]
+    images: BTreeMap<String, ImageFacts>,
 }
 
 /// What a list of image facts ConfigMaps (a `list_resources_by_namespace`
@@ -121,7 +133,7 @@ pub fn wanted_images(list: &Value, wanted: &[String]) -> BTreeMap<String, ImageF
             };
             (image.clone(), facts)
         })
-        .collect()
+        .collect_map()
 }
 
 /// The same facts for every wanted image.
@@ -129,7 +141,7 @@ fn each(wanted: &[String], facts: ImageFacts) -> BTreeMap<String, ImageFacts> {
     wanted
         .iter()
         .map(|image| (image.clone(), facts.clone()))
-        .collect()
+        .collect_map()
 }
 
 /// The ConfigMaps that publish `images` in `namespace`: references in
