@@ -11,9 +11,11 @@
 //! Pure conversions: building the ConfigMaps from facts, and reading the
 //! facts a request wants back from them.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -75,18 +77,7 @@ impl fmt::Display for PublishedProblem {
 pub fn config_map_images(
     config_map: &Value,
 ) -> Result<BTreeMap<String, ImageFacts>, PublishedProblem> {
-    let name = config_map
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or("(unnamed)")
-        .to_string();
-    let text = config_map
-        .get("data")
-        .and_then(|data| data.get(IMAGE_FACTS_KEY))
-        .and_then(Value::as_str)
-        .ok_or_else(|| PublishedProblem::NoFacts {
-            config_map: name.clone(),
-        })?;
+    let (name, text) = facts_text(config_map)?;
     // Bytes, not text: the one JSON reader the module already carries.
     serde_json::from_slice::<PublishedImages>(text.as_bytes())
         .map(|facts| facts.images)
@@ -94,6 +85,136 @@ pub fn config_map_images(
             config_map: name,
             error: e.to_string(),
         })
+}
+
+/// The `wanted` images one image facts ConfigMap carries; the others are
+/// skipped unread, so a request pays for the images it names, not for
+/// every image of the cluster.
+fn wanted_in(
+    config_map: &Value,
+    wanted: &[String],
+) -> Result<Vec<(String, ImageFacts)>, PublishedProblem> {
+    let (name, text) = facts_text(config_map)?;
+    let mut reader = serde_json::Deserializer::from_slice(text.as_bytes());
+    let read = DocumentSeed { wanted }
+        .deserialize(&mut reader)
+        .and_then(|images| reader.end().map(|()| images));
+    read.map_err(|e| PublishedProblem::NotFacts {
+        config_map: name,
+        error: e.to_string(),
+    })
+}
+
+/// A ConfigMap's name and its facts text.
+fn facts_text(config_map: &Value) -> Result<(String, &str), PublishedProblem> {
+    let name = config_map
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("(unnamed)")
+        .to_string();
+    match config_map
+        .get("data")
+        .and_then(|data| data.get(IMAGE_FACTS_KEY))
+        .and_then(Value::as_str)
+    {
+        Some(text) => Ok((name, text)),
+        None => Err(PublishedProblem::NoFacts { config_map: name }),
+    }
+}
+
+/// Reads a facts document's `images`, keeping the wanted ones.
+struct DocumentSeed<'w> {
+    wanted: &'w [String],
+}
+
+impl<'de> DeserializeSeed<'de> for DocumentSeed<'_> {
+    type Value = Vec<(String, ImageFacts)>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for DocumentSeed<'_> {
+    type Value = Vec<(String, ImageFacts)>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a facts document")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut images = Vec::new();
+        while let Some(key) = map.next_key::<Key<'de>>()? {
+            if key.0 == "images" {
+                images = map.next_value_seed(ImagesSeed {
+                    wanted: self.wanted,
+                })?;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(images)
+    }
+}
+
+/// Reads the `images` map, keeping the wanted entries.
+struct ImagesSeed<'w> {
+    wanted: &'w [String],
+}
+
+impl<'de> DeserializeSeed<'de> for ImagesSeed<'_> {
+    type Value = Vec<(String, ImageFacts)>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ImagesSeed<'_> {
+    type Value = Vec<(String, ImageFacts)>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a map of image references to their facts")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut kept = Vec::new();
+        while let Some(key) = map.next_key::<Key<'de>>()? {
+            if self.wanted.iter().any(|image| *image == key.0) {
+                kept.push((key.0.into_owned(), map.next_value::<ImageFacts>()?));
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(kept)
+    }
+}
+
+/// A map key, borrowed from the text when it has no escapes.
+struct Key<'de>(Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
+struct KeyVisitor;
+
+impl<'de> Visitor<'de> for KeyVisitor {
+    type Value = Key<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string")
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, text: &'de str) -> Result<Key<'de>, E> {
+        Ok(Key(Cow::Borrowed(text)))
+    }
+
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<Key<'de>, E> {
+        Ok(Key(Cow::Owned(text.to_owned())))
+    }
 }
 
 /// A facts document as a ConfigMap publishes it: only its images are read
@@ -114,10 +235,10 @@ pub fn wanted_images(list: &Value, wanted: &[String]) -> BTreeMap<String, ImageF
     let Some(items) = list.get("items").and_then(Value::as_array) else {
         return each(wanted, failed(&PublishedProblem::NoItems));
     };
-    let mut published = BTreeMap::new();
+    let mut published = Vec::new();
     let mut unreadable = None;
     for item in items {
-        match config_map_images(item) {
+        match wanted_in(item, wanted) {
             Ok(images) => published.extend(images),
             Err(problem) => unreadable = Some(problem),
         }
@@ -125,7 +246,8 @@ pub fn wanted_images(list: &Value, wanted: &[String]) -> BTreeMap<String, ImageF
     wanted
         .iter()
         .map(|image| {
-            let facts = match (published.remove(image), &unreadable) {
+            let found = published.iter().position(|(name, _)| name == image);
+            let facts = match (found.map(|at| published.swap_remove(at).1), &unreadable) {
                 (Some(found), _) => found,
                 // It may be in the shard that cannot be read.
                 (None, Some(problem)) => failed(problem),
@@ -288,6 +410,32 @@ mod tests {
         // Negative: an ordinary image is published as it is.
         let maps = config_maps(&images(), "facts");
         assert_eq!(config_map_images(&maps[0]).unwrap(), images());
+    }
+
+    #[test]
+    fn only_the_wanted_images_are_read_and_escaped_keys_still_match() {
+        // Unwanted entries are skipped unread, whatever they hold; a key
+        // written with JSON escapes (`\/`) is the same reference.
+        let text = r#"{"images": {
+            "corp/other:1": {"someFutureForm": [1, {"a": null}]},
+            "corp\/win:1": {"platforms": [{"os": "windows", "osVersion": "10.0.20348.1", "architecture": "amd64"}]}
+        }, "later": {"ignored": true}}"#;
+        let shard = json!({"metadata": {"name": "s"}, "data": {IMAGE_FACTS_KEY: text}});
+        let found = wanted_images(&list(vec![shard.clone()]), &["corp/win:1".to_string()]);
+        assert_eq!(found["corp/win:1"], windows("10.0.20348.1"));
+        // The same entry, wanted, is not a facts entry: the shard names it.
+        let found = wanted_images(&list(vec![shard]), &["corp/other:1".to_string()]);
+        assert!(
+            matches!(&found["corp/other:1"], ImageFacts::LookupFailed(e) if e.starts_with("ConfigMap s: images.json is not a facts document")),
+            "{found:?}"
+        );
+        // Text after the document is not a facts document either.
+        let trailing = json!({"metadata": {"name": "t"}, "data": {IMAGE_FACTS_KEY: "{} x"}});
+        let found = wanted_images(&list(vec![trailing]), &["x:1".to_string()]);
+        assert!(
+            matches!(&found["x:1"], ImageFacts::LookupFailed(_)),
+            "{found:?}"
+        );
     }
 
     #[test]
