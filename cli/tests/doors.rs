@@ -18,7 +18,9 @@ use std::sync::Arc;
 
 use os_placement_core::Operation;
 use os_placement_door::rules::select;
-use os_placement_door::{objects, read_one, read_settings, read_stream, request_for, Call, Found};
+use os_placement_door::{
+    objects, read_one, read_settings, read_stream, request_for, Found, Options,
+};
 use os_placement_e2e::host::HostCalls;
 use os_placement_e2e::HostCallError;
 use os_placement_e2e::PolicyModule;
@@ -134,13 +136,13 @@ fn policy_says(case: &Case, module: &PolicyModule) -> Vec<Said> {
     subjects(case)
         .iter()
         .map(|subject| {
-            let call = Call {
-                subject,
+            let call = Options {
                 settings: &door_settings,
                 operation: case.operation,
                 old_object: None,
                 facts: None,
-            };
+            }
+            .call(subject);
             let request = request_for(&call);
             let (kind, name) = identity(&subject.object);
             let skipped = Said {

@@ -303,28 +303,32 @@ fn facts_override_a_misleading_reference() {
 
 // ---- failed lookups ----
 
-#[test]
-fn failed_lookup_falls_back_with_a_warning_naming_image_and_error() {
-    let facts = Facts {
-        images: [(
-            WIN2022.to_string(),
-            ImageFacts::LookupFailed("connection refused".into()),
-        )]
-        .into(),
-        ..Facts::default()
-    };
-    let object = pod(spec_with_images(&[WIN2022]));
-    let d = with(&object, &eks(), &facts);
-    let plain = create(&object, &eks());
-    assert!(d.accepted);
+/// The warning containing `needle` of a pod that falls back to the rules of
+/// its references under the EKS settings: accepted, with the patch it gets
+/// without facts, the warning under the API server's 256 bytes.
+fn fallback_warning(object: &Value, facts: &Facts, needle: &str) -> String {
+    let d = with(object, &eks(), facts);
+    let plain = create(object, &eks());
+    assert!(d.accepted, "{:?}", d.violations);
     assert_eq!(d.patch, plain.patch);
     let lines = d.warning_lines();
     let warning = lines
         .iter()
-        .find(|w| w.contains("connection refused"))
-        .unwrap();
+        .find(|w| w.contains(needle))
+        .unwrap_or_else(|| panic!("no warning with {needle:?}: {lines:?}"));
+    assert!(warning.len() < 256, "{warning}");
+    warning.clone()
+}
+
+#[test]
+fn failed_lookup_falls_back_with_a_warning_naming_image_and_error() {
+    let facts = image_facts(
+        WIN2022,
+        ImageFacts::LookupFailed("connection refused".into()),
+    );
+    let object = pod(spec_with_images(&[WIN2022]));
+    let warning = fallback_warning(&object, &facts, "connection refused");
     assert!(warning.contains(WIN2022), "{warning}");
-    assert!(warning.len() < 256);
     // With lookupFailure: reject, it is a rejection.
     let strict = eks_with(json!({
         "lookupFailure": "reject"
@@ -342,11 +346,10 @@ fn long_lookup_error_keeps_the_fix_in_the_warning() {
     let error = "Host error: Policy has not been granted access to the 'oci/v1/oci_manifest' host capability; caused by: error sending request for url";
     let image = "docker.io/library/nginx:1.27.3";
     let object = deployment(spec_with_images(&[image]));
-    let facts = Facts {
-        images: [(image.to_string(), ImageFacts::LookupFailed(error.into()))].into(),
-        ..Facts::default()
-    };
-    let d = with(&object, &eks(), &facts);
+    let facts = image_facts(image, ImageFacts::LookupFailed(error.into()));
+    // imageFacts: registry: the policy server asked the registry.
+    let registry = eks_with(json!({"imageFacts": "registry"}));
+    let d = with(&object, &registry, &facts);
     let lines = d.warning_lines();
     let warning = lines
         .iter()
@@ -355,6 +358,19 @@ fn long_lookup_error_keeps_the_fix_in_the_warning() {
     assert!(warning.chars().count() <= 256, "{warning}");
     assert!(
         warning.ends_with("check the registry and the policy server's credentials"),
+        "{warning}"
+    );
+    // imageFacts: cluster (the default): the syncer asked the registry and
+    // the policy read what it published; the fix says where to look.
+    let d = with(&object, &eks(), &facts);
+    let lines = d.warning_lines();
+    let warning = lines
+        .iter()
+        .find(|w| w.contains("are unreadable"))
+        .unwrap_or_else(|| panic!("{lines:?}"));
+    assert!(warning.chars().count() <= 256, "{warning}");
+    assert!(
+        warning.ends_with("check os-placement facts sync and ConfigMap access"),
         "{warning}"
     );
     let nodes = Facts {
@@ -374,23 +390,11 @@ fn long_lookup_error_keeps_the_fix_in_the_warning() {
 /// API server stored, so rejecting would keep a new image out for good).
 #[test]
 fn unpublished_image_falls_back_with_a_warning_and_is_never_rejected() {
-    let facts = Facts {
-        images: [(PRIVATE.to_string(), ImageFacts::Unpublished)].into(),
-        ..Facts::default()
-    };
+    let facts = image_facts(PRIVATE, ImageFacts::Unpublished);
     let object = pod(spec_with_images(&[PRIVATE]));
-    let d = with(&object, &eks(), &facts);
-    let plain = create(&object, &eks());
-    assert!(d.accepted);
-    assert_eq!(d.patch, plain.patch);
-    let lines = d.warning_lines();
-    let warning = lines
-        .iter()
-        .find(|w| w.contains("not in the image facts"))
-        .unwrap_or_else(|| panic!("{lines:?}"));
+    let warning = fallback_warning(&object, &facts, "not in the image facts");
     assert!(warning.contains(PRIVATE), "{warning}");
     assert!(warning.contains("namespace os-placement"), "{warning}");
-    assert!(warning.chars().count() <= 256, "{warning}");
     let strict = eks_with(json!({"lookupFailure": "reject", "imageFactsNamespace": "facts"}));
     let d = with(&object, &strict, &facts);
     assert!(d.accepted, "{:?}", d.violations);
@@ -399,14 +403,7 @@ fn unpublished_image_falls_back_with_a_warning_and_is_never_rejected() {
         .iter()
         .any(|w| w.contains("namespace facts")));
     // Negative: a published failed lookup is still rejected under reject.
-    let failed = Facts {
-        images: [(
-            PRIVATE.to_string(),
-            ImageFacts::LookupFailed("timeout".into()),
-        )]
-        .into(),
-        ..Facts::default()
-    };
+    let failed = image_facts(PRIVATE, ImageFacts::LookupFailed("timeout".into()));
     assert!(!with(&object, &strict, &failed).accepted);
 }
 

@@ -4,7 +4,9 @@
 //! the API server would send; one the policy's rules do not select is never
 //! evaluated, only answered as skipped with the reason.
 
-use os_placement_core::{evaluate_request_with_facts, needs_request, Kind, Operation, Settings};
+use os_placement_core::{
+    evaluate_request_with_facts, needs_request, Facts, Kind, Needs, Operation, Settings,
+};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -16,20 +18,14 @@ use crate::request::{group_version, Submission};
 use crate::rules::{select, EPHEMERAL_CONTAINERS};
 use crate::stream::{read_stream, BrokenDocument};
 
-/// Everything one answer depends on.
+/// Everything one answer depends on: the object, and what it is evaluated
+/// with (an AdmissionReview brings its own operation and old object).
 #[derive(Debug, Clone, Copy)]
 pub struct Call<'a> {
     /// The object, as found in the input.
     pub subject: &'a Subject,
-    /// The policy settings.
-    pub settings: &'a Settings,
-    /// The operation to simulate for an object given bare (an
-    /// AdmissionReview brings its own).
-    pub operation: Operation,
-    /// The object before an UPDATE, for an object given bare.
-    pub old_object: Option<&'a Value>,
-    /// What the host would answer; `None`: no host, nothing is looked up.
-    pub facts: Option<&'a HostFacts>,
+    /// The settings, operation, old object and facts.
+    pub options: Options<'a>,
 }
 
 /// The request the API server sends for the call's object: the request of
@@ -44,15 +40,28 @@ pub fn request_for(call: &Call<'_>) -> Value {
     let text = |key: &str| object.get(key).and_then(Value::as_str).unwrap_or("");
     let is_pod = Kind::parse(text("kind")) == Some(Kind::Pod)
         && group_version(text("apiVersion")).0.is_empty();
+    let options = &call.options;
     let sub_resource =
-        (is_pod && call.operation == Operation::Update).then_some(EPHEMERAL_CONTAINERS);
+        (is_pod && options.operation == Operation::Update).then_some(EPHEMERAL_CONTAINERS);
     Submission {
         object,
-        operation: call.operation,
-        old_object: call.old_object,
+        operation: options.operation,
+        old_object: options.old_object,
         sub_resource,
     }
     .request()
+}
+
+/// What the policy would look up for `request` (the call's request), and
+/// what the call's host answers: nothing is gathered without a host.
+pub fn lookups(call: &Call<'_>, request: &Value) -> (Needs, Facts) {
+    let needs = needs_request(request, call.options.settings);
+    let facts = call
+        .options
+        .facts
+        .map(|host| host.answer(&needs))
+        .unwrap_or_default();
+    (needs, facts)
 }
 
 /// The answer about one object.
@@ -61,11 +70,8 @@ pub fn evaluate(call: &Call<'_>) -> Answer {
     if let Err(reason) = select(&request) {
         return Answer::skipped(call.subject, &request, reason.to_string());
     }
-    let facts = call
-        .facts
-        .map(|host| host.answer(&needs_request(&request, call.settings)))
-        .unwrap_or_default();
-    let decision = evaluate_request_with_facts(&request, call.settings, &facts);
+    let (_, facts) = lookups(call, &request);
+    let decision = evaluate_request_with_facts(&request, call.options.settings, &facts);
     Answer::decided(call.subject, &request, decision)
 }
 
@@ -78,7 +84,7 @@ pub struct Options<'a> {
     pub operation: Operation,
     /// The object before an UPDATE, for objects given bare.
     pub old_object: Option<&'a Value>,
-    /// What the host would answer; `None`: no host.
+    /// What the host would answer; `None`: no host, nothing is looked up.
     pub facts: Option<&'a HostFacts>,
 }
 
@@ -90,10 +96,7 @@ impl<'a> Options<'a> {
     {
         Call {
             subject,
-            settings: self.settings,
-            operation: self.operation,
-            old_object: self.old_object,
-            facts: self.facts,
+            options: *self,
         }
     }
 }

@@ -34,7 +34,7 @@ use os_placement_core::{
 use serde::de::DeserializeOwned;
 
 use crate::error::TextError;
-use crate::node::{Data, Node};
+use crate::node::{Data, Entry, Node};
 use crate::objects::type_name;
 use crate::stream::read_stream;
 
@@ -210,15 +210,11 @@ impl HostFacts {
     }
 
     fn add_images(&mut self, images: &Node) -> Result<(), TextError> {
-        let Data::Map(entries) = &images.data else {
-            return Err(problem(
-                images,
-                format!(
-                    "images is {}: map each image reference to its platforms",
-                    type_name(&images.data)
-                ),
-            ));
-        };
+        let entries = map_entries(
+            images,
+            "images",
+            "map each image reference to its platforms",
+        )?;
         for entry in entries {
             let facts = image_facts(&entry.value, &entry.key)?;
             self.images.insert(entry.key.clone(), facts);
@@ -227,15 +223,11 @@ impl HostFacts {
     }
 
     fn add_runtime_classes(&mut self, classes: &Node) -> Result<(), TextError> {
-        let Data::Map(entries) = &classes.data else {
-            return Err(problem(
-                classes,
-                format!(
-                    "runtimeClasses is {}: map each RuntimeClass name to what the cluster has",
-                    type_name(&classes.data)
-                ),
-            ));
-        };
+        let entries = map_entries(
+            classes,
+            "runtimeClasses",
+            "map each RuntimeClass name to what the cluster has",
+        )?;
         for entry in entries {
             let value = entry.value.to_json();
             let facts = if value.get("handler").is_some() || value.get("kind").is_some() {
@@ -267,6 +259,18 @@ impl HostFacts {
                 }
             },
         }
+    }
+}
+
+/// The entries of `node`, the value of key `key`; anything but a map is
+/// named with its type and `fix`.
+fn map_entries<'n>(node: &'n Node, key: &str, fix: &str) -> Result<&'n [Entry], TextError> {
+    match &node.data {
+        Data::Map(entries) => Ok(entries),
+        other => Err(problem(
+            node,
+            format!("{key} is {}: {fix}", type_name(other)),
+        )),
     }
 }
 

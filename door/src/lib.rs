@@ -41,7 +41,7 @@ pub use answer::{Answer, Finding, Located, Verdict};
 pub use compose::{MAX_COPIED_NODES, MAX_DEPTH};
 pub use error::TextError;
 pub use evaluate::{
-    evaluate, evaluate_text, request_for, Call, Options, Outcome, Problem, ProblemKind,
+    evaluate, evaluate_text, lookups, request_for, Call, Options, Outcome, Problem, ProblemKind,
 };
 pub use facts::{read_facts, HostFacts};
 pub use node::{Data, Entry, Node, Position, Span};

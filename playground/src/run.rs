@@ -2,13 +2,11 @@
 //! The door reads the texts and answers each object; this only adds what
 //! the page shows besides (YAML before and after, the landing picture).
 
-use os_placement_core::{
-    landing, needs_request, Facts, Needs, Node as Pool, Settings, SignalReport,
-};
+use os_placement_core::{landing, Facts, Needs, Node as Pool, Settings, SignalReport};
 use os_placement_door::emit::{ordered_like, to_yaml};
 use os_placement_door::{
-    evaluate, objects, read_one, read_settings, read_stream, request_for, Answer, Finding, Found,
-    HostFacts, Located, Node, Options, Position, SettingsTextError, Subject, Verdict,
+    evaluate, lookups, objects, read_one, read_settings, read_stream, request_for, Answer, Finding,
+    Found, HostFacts, Located, Node, Options, Position, SettingsTextError, Subject, Verdict,
 };
 
 use crate::input_error::InputError;
@@ -155,21 +153,17 @@ pub fn run(inputs: &Inputs<'_>) -> Outcome {
         .map(|(index, subject)| {
             let call = options.call(subject);
             let answer = evaluate(&call);
-            let lookups = (answer.verdict != Verdict::Skipped)
-                .then(|| needs_request(&request_for(&call), &settings));
             // The landing picture sees what the policy saw: the same facts.
-            let found = lookups
-                .as_ref()
-                .zip(options.facts)
-                .map(|(needs, host)| host.answer(needs))
-                .unwrap_or_default();
+            let (needs, found) = lookups(&call, &request_for(&call));
             let scene = Scene {
                 settings: &settings,
                 facts: &found,
                 pools: pools.as_deref(),
             };
+            // A skipped object: the policy is not asked, nothing is looked up.
+            let skipped = answer.verdict == Verdict::Skipped;
             let mut result = document_result(index, subject, answer, &scene);
-            result.lookups = lookups;
+            result.lookups = (!skipped).then_some(needs);
             result
         })
         .collect();

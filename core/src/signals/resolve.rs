@@ -3,7 +3,7 @@
 
 use crate::input::facts::{Facts, ImageFacts, Platform};
 use crate::input::pod::{host_process, PodView};
-use crate::input::settings::{LookupFailure, Settings};
+use crate::input::settings::{ImageFactsSource, LookupFailure, Settings};
 use crate::scheduling::runtime_class::selector_conflicts;
 use crate::signals::affinity;
 use crate::signals::image::{classify, maybe_windows_warning, ImageOs};
@@ -444,31 +444,30 @@ impl Found {
         };
         self.build_set |= placement.allows_windows();
         let reason = format!("registry: {}", describe_platforms(platforms));
-        self.push(
-            Signal::new(
-                Source::Image,
-                path.to_string(),
-                format!("{image:?}"),
-                placement,
-            )
-            .because(Some(reason))
-            .of_container(Some(index)),
-        );
+        self.image_signal(path, image, index, placement, reason);
         true
     }
 
     fn lookup_failed(&mut self, path: &str, image: &str, error: &str, settings: &Settings) {
         let short = crate::vocab::text::short(error);
-        let d = Diagnostic::new(
-            Code::LookupFailed,
-            path,
-            format!("the registry lookup of {image} failed ({short}), so its OS is read from the reference"),
-            "check the registry and the policy server's credentials",
-        );
+        // Who read the registry, and so what to check, depends on imageFacts.
+        let (message, fix) = match settings.image_facts {
+            ImageFactsSource::Registry => (
+                format!("the registry lookup of {image} failed ({short}), so its OS is read from the reference"),
+                "check the registry and the policy server's credentials".to_string(),
+            ),
+            // The syncer read the registry, or the policy could not read
+            // what it published.
+            ImageFactsSource::Cluster => (
+                format!("the image facts of {image} are unreadable ({short}), so its OS is read from the reference"),
+                "check os-placement facts sync and ConfigMap access".to_string(),
+            ),
+        };
+        let d = Diagnostic::new(Code::LookupFailed, path, message, fix);
         match settings.lookup_failure {
             LookupFailure::Warn => self.warnings.push(d),
             LookupFailure::Reject => self.conflicts.push(Diagnostic {
-                fix: "check the registry and the policy server's credentials, or set lookupFailure: warn".into(),
+                fix: format!("{}, or set lookupFailure: warn", d.fix),
                 ..d
             }),
         }
@@ -525,6 +524,18 @@ impl Found {
                 )
             }
         };
+        self.image_signal(path, image, index, placement, reason);
+    }
+
+    /// The signal of container `index`'s image, with why it means `placement`.
+    fn image_signal(
+        &mut self,
+        path: &str,
+        image: &str,
+        index: usize,
+        placement: Placement,
+        reason: String,
+    ) {
         self.push(
             Signal::new(
                 Source::Image,

@@ -4,111 +4,12 @@
 use std::fmt;
 
 use crate::vocab::build::WindowsBuild;
+use crate::vocab::ordered::SortedSet;
 
 /// A set of Windows builds, in ascending order. A handful of builds exist,
 /// so a sorted vector serves better than a B-tree: sets are built, met and
 /// dropped many times per pod, and a vector has no nodes to allocate or walk.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct BuildSet(Vec<WindowsBuild>);
-
-impl BuildSet {
-    /// The empty set.
-    pub fn new() -> BuildSet {
-        BuildSet(Vec::new())
-    }
-
-    /// Adds `build`; false when it was already there.
-    pub fn insert(&mut self, build: WindowsBuild) -> bool {
-        match self.0.binary_search(&build) {
-            Ok(_) => false,
-            Err(at) => {
-                self.0.insert(at, build);
-                true
-            }
-        }
-    }
-
-    /// Whether the set holds `build`.
-    pub fn contains(&self, build: &WindowsBuild) -> bool {
-        self.0.binary_search(build).is_ok()
-    }
-
-    /// How many builds the set holds.
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    /// Whether the set holds no build.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    /// The oldest build.
-    pub fn first(&self) -> Option<&WindowsBuild> {
-        self.0.first()
-    }
-
-    /// In ascending order.
-    pub fn iter(&self) -> std::slice::Iter<'_, WindowsBuild> {
-        self.0.iter()
-    }
-
-    /// The builds in both sets.
-    pub fn intersection(&self, other: &BuildSet) -> BuildSet {
-        BuildSet(self.iter().copied().filter(|b| other.contains(b)).collect())
-    }
-
-    /// The builds of `self` not in `other`.
-    pub fn difference(&self, other: &BuildSet) -> BuildSet {
-        BuildSet(
-            self.iter()
-                .copied()
-                .filter(|b| !other.contains(b))
-                .collect(),
-        )
-    }
-
-    /// The builds in either set.
-    pub fn union(&self, other: &BuildSet) -> BuildSet {
-        let mut all = self.clone();
-        all.extend(other.iter().copied());
-        all
-    }
-}
-
-impl Extend<WindowsBuild> for BuildSet {
-    fn extend<I: IntoIterator<Item = WindowsBuild>>(&mut self, builds: I) {
-        for build in builds {
-            self.insert(build);
-        }
-    }
-}
-
-impl FromIterator<WindowsBuild> for BuildSet {
-    fn from_iter<I: IntoIterator<Item = WindowsBuild>>(builds: I) -> BuildSet {
-        let mut set = BuildSet::new();
-        set.extend(builds);
-        set
-    }
-}
-
-impl IntoIterator for BuildSet {
-    type Item = WindowsBuild;
-    type IntoIter = std::vec::IntoIter<WindowsBuild>;
-
-    fn into_iter(self) -> Self::IntoIter {
-        self.0.into_iter()
-    }
-}
-
-impl<'a> IntoIterator for &'a BuildSet {
-    type Item = &'a WindowsBuild;
-    type IntoIter = std::slice::Iter<'a, WindowsBuild>;
-
-    fn into_iter(self) -> Self::IntoIter {
-        self.0.iter()
-    }
-}
+pub type BuildSet = SortedSet<WindowsBuild>;
 
 /// Windows builds a pod may land on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,7 +25,7 @@ pub enum Builds {
 impl Builds {
     /// Exactly one build.
     pub fn only(build: WindowsBuild) -> Builds {
-        Builds::Only(BuildSet(vec![build]))
+        Builds::Only(BuildSet::from_iter([build]))
     }
 
     /// The node builds that run a container image of `build`.

@@ -93,6 +93,22 @@ impl<T: Ord + Clone> SortedSet<T> {
         )
     }
 
+    /// The items of `self` that `other` does not hold.
+    pub fn difference(&self, other: &SortedSet<T>) -> SortedSet<T> {
+        SortedSet(
+            self.0
+                .iter()
+                .filter(|x| !other.contains(*x))
+                .cloned()
+                .collect(),
+        )
+    }
+
+    /// The smallest item.
+    pub fn first(&self) -> Option<&T> {
+        self.0.first()
+    }
+
     /// The items either set holds.
     pub fn union(&self, other: &SortedSet<T>) -> SortedSet<T> {
         let mut all = self.clone();

@@ -7,7 +7,7 @@
 //! recorded, so a test can tell whether policy-server answered from its
 //! informer cache. A kubeconfig for it is written by [`FakeApi::kubeconfig`].
 
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::http::{chunk, read_request, respond, start_chunked, Request};
+use super::http::{chunk, listen, read_request, respond, start_chunked, Request};
 use crate::capabilities::label_selector_matches;
 use crate::error::Error;
 
@@ -109,14 +109,7 @@ impl FakeApi {
     /// Starts a server holding `objects` (each with apiVersion, kind and
     /// metadata.name, and metadata.namespace when namespaced).
     pub fn start(objects: Vec<Value>) -> Result<FakeApi, Error> {
-        let listener = TcpListener::bind("127.0.0.1:0").map_err(Error::io("127.0.0.1:0"))?;
-        let port = listener
-            .local_addr()
-            .map_err(Error::io("127.0.0.1:0"))?
-            .port();
-        listener
-            .set_nonblocking(true)
-            .map_err(Error::io("the fake API server"))?;
+        let (listener, port) = listen("the fake API server")?;
         let shared = Arc::new(Shared {
             store: Mutex::new(Store::default()),
             changed: Condvar::new(),
@@ -608,35 +601,17 @@ mod tests {
             .unwrap()
             .iter()
             .any(|r| r["name"] == "configmaps" && r["namespaced"] == true));
-        let body = json!({"metadata": {"name": "c"}, "data": {"k": "v"}}).to_string();
-        let created = http(
-            api.port,
-            "POST",
-            "/api/v1/namespaces/facts/configmaps",
-            &[],
-            body.as_bytes(),
-        )
-        .unwrap();
-        assert_eq!(created.status, 201);
-        let again = http(
-            api.port,
-            "POST",
-            "/api/v1/namespaces/facts/configmaps",
-            &[],
-            body.as_bytes(),
-        )
-        .unwrap();
-        assert_eq!(again.status, 409);
-        let stale = json!({"metadata": {"name": "c", "resourceVersion": "1"}}).to_string();
-        let conflict = http(
-            api.port,
-            "PUT",
-            "/api/v1/namespaces/facts/configmaps/c",
-            &[],
-            stale.as_bytes(),
-        )
-        .unwrap();
-        assert_eq!(conflict.status, 409);
+        let send = |method: &str, path: &str, body: &Value| {
+            http(api.port, method, path, &[], body.to_string().as_bytes())
+                .unwrap()
+                .status
+        };
+        let created = json!({"metadata": {"name": "c"}, "data": {"k": "v"}});
+        let configmaps = "/api/v1/namespaces/facts/configmaps";
+        assert_eq!(send("POST", configmaps, &created), 201);
+        assert_eq!(send("POST", configmaps, &created), 409);
+        let stale = json!({"metadata": {"name": "c", "resourceVersion": "1"}});
+        assert_eq!(send("PUT", &format!("{configmaps}/c"), &stale), 409);
         assert_eq!(api.objects("ConfigMap").len(), 3);
         assert!(api.seen().iter().any(|s| s.method == "POST"));
     }

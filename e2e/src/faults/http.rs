@@ -3,8 +3,22 @@
 //! written whole or streamed in chunks. Connections close after each answer.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::net::{TcpListener, TcpStream};
 use std::time::Duration;
+
+use crate::error::Error;
+
+/// A non-blocking listener on a free port of 127.0.0.1, and the port;
+/// `server` names it in errors.
+pub fn listen(server: &str) -> Result<(TcpListener, u16), Error> {
+    let listener = TcpListener::bind("127.0.0.1:0").map_err(Error::io("127.0.0.1:0"))?;
+    let port = listener
+        .local_addr()
+        .map_err(Error::io("127.0.0.1:0"))?
+        .port();
+    listener.set_nonblocking(true).map_err(Error::io(server))?;
+    Ok((listener, port))
+}
 
 /// One request as read from a connection.
 #[derive(Debug, Clone)]

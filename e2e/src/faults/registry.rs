@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::http::{read_request, respond};
+use super::http::{listen, read_request, respond};
 use crate::error::Error;
 
 /// How a registry misbehaves.
@@ -62,14 +62,7 @@ const INDEX: &str = "application/vnd.oci.image.index.v1+json";
 impl FaultRegistry {
     /// Starts a registry with `fault` on a free port.
     pub fn start(fault: Fault) -> Result<FaultRegistry, Error> {
-        let listener = TcpListener::bind("127.0.0.1:0").map_err(Error::io("127.0.0.1:0"))?;
-        let port = listener
-            .local_addr()
-            .map_err(Error::io("127.0.0.1:0"))?
-            .port();
-        listener
-            .set_nonblocking(true)
-            .map_err(Error::io("a fault registry"))?;
+        let (listener, port) = listen("a fault registry")?;
         let stop = Arc::new(AtomicBool::new(false));
         let body = Arc::new(body_of(fault));
         let accept = {

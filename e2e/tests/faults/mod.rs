@@ -123,18 +123,11 @@ fn registry_rows(
     registries: &[FaultRegistry],
     faults: &[Fault],
 ) -> Vec<Row> {
-    let mut rows = Vec::new();
-    let mut baseline = None;
-    for (registry, fault) in registries.iter().zip(faults) {
+    // A fresh server per fault: a hung lookup holds policy-server's OCI cache lock.
+    with_baseline(registries, faults, |registry, fault| {
         let server = suite.policy_server("registry", kubeconfig, registries);
-        let mut row = measure(suite, &server, "registry", registry, fault);
-        if *fault == Fault::Healthy {
-            baseline = Some(row.times(Need::Plain));
-        }
-        row.baseline = baseline;
-        rows.push(row);
-    }
-    rows
+        measure(suite, &server, "registry", registry, fault)
+    })
 }
 
 fn measure_each(
@@ -144,17 +137,30 @@ fn measure_each(
     registries: &[FaultRegistry],
     faults: &[Fault],
 ) -> Vec<Row> {
-    let mut rows: Vec<Row> = Vec::new();
+    with_baseline(registries, faults, |registry, fault| {
+        measure(suite, server, mode, registry, fault)
+    })
+}
+
+/// One row per fault, each compared with the healthy registry's times.
+fn with_baseline(
+    registries: &[FaultRegistry],
+    faults: &[Fault],
+    mut row_for: impl FnMut(&FaultRegistry, &Fault) -> Row,
+) -> Vec<Row> {
     let mut baseline = None;
-    for (registry, fault) in registries.iter().zip(faults) {
-        let mut row = measure(suite, server, mode, registry, fault);
-        if *fault == Fault::Healthy {
-            baseline = Some(row.times(Need::Plain));
-        }
-        row.baseline = baseline;
-        rows.push(row);
-    }
-    rows
+    registries
+        .iter()
+        .zip(faults)
+        .map(|(registry, fault)| {
+            let mut row = row_for(registry, fault);
+            if *fault == Fault::Healthy {
+                baseline = Some(row.times(Need::Plain));
+            }
+            row.baseline = baseline;
+            row
+        })
+        .collect()
 }
 
 fn measure(
