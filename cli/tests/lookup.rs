@@ -119,10 +119,18 @@ fn lookup_reads_the_index_and_a_failed_lookup_is_a_warning() {
         ],
     );
     assert_eq!(exit, 0, "{report}");
-    let warnings = report["results"][0]["warnings"].to_string();
+    // As the policy says it once the syncer has published the failure.
+    let warning = &report["results"][0]["warnings"][0];
+    assert_eq!(warning["code"], "lookup-failed", "{report}");
+    assert_eq!(warning["path"], "spec.template.spec.containers[0].image");
+    let message = warning["message"].as_str().unwrap_or_default();
     assert!(
-        warnings.contains(&gone) && warnings.contains("lookup"),
-        "{warnings}"
+        message.contains(&format!("the image facts of {gone} are unreadable")),
+        "{message}"
+    );
+    assert_eq!(
+        warning["fix"],
+        "check os-placement facts sync and ConfigMap access"
     );
     assert!(said.contains("(1 failed)"), "{said}");
     std::fs::remove_dir_all(dir).unwrap();
