@@ -67,6 +67,6 @@ pub use vocab::field_path::FieldPath;
 pub use vocab::glob::{Glob, GlobError};
 pub use vocab::isolation::Isolation;
 pub use vocab::kinds::{Kind, SUPPORTED_KINDS};
-pub use vocab::ordered::{CollectOrdered, SortedMap, SortedSet, StringMap};
+pub use vocab::ordered::{SortedMap, SortedSet, StringMap};
 pub use vocab::patch::{apply as apply_patch, escape_token, PatchError, PatchOp};
 pub use vocab::taint::Taint;

@@ -30,6 +30,7 @@ use os_placement_core::host_answers::{self, AnswerProblem, ManifestAnswer};
 use os_placement_core::published;
 use os_placement_core::{
     Facts, ImageFacts, Needs, Node as ClusterNode, NodeFacts, Platform, RuntimeClassFacts,
+    SortedMap,
 };
 use serde::de::DeserializeOwned;
 
@@ -41,7 +42,7 @@ use crate::stream::read_stream;
 /// What a facts file holds, ready to answer a request's [`Needs`].
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct HostFacts {
-    images: BTreeMap<String, ImageFacts>,
+    images: SortedMap<String, ImageFacts>,
     runtime_classes: BTreeMap<String, RuntimeClassFacts>,
     /// RuntimeClass objects were listed: a name not among them does not exist.
     listed_runtime_classes: bool,
@@ -77,7 +78,7 @@ impl HostFacts {
     /// from the registries); an image the facts hold already keeps its facts.
     pub fn add_looked_up(&mut self, images: impl IntoIterator<Item = (String, ImageFacts)>) {
         for (image, facts) in images {
-            self.images.entry(image).or_insert(facts);
+            self.images.insert_absent(&image, || facts);
         }
     }
 
@@ -384,7 +385,7 @@ runtimeClasses:
             &["hyperv", "gone", "other"],
             true,
         ));
-        let platforms = |image: &str| match &answer.images[image] {
+        let platforms = |image: &str| match answer.images.get(image).unwrap() {
             ImageFacts::Platforms(p) => p.clone(),
             other => panic!("{other:?}"),
         };
@@ -402,11 +403,11 @@ runtimeClasses:
         );
         assert_eq!(platforms("registry.example/single:1")[0].os, "windows");
         assert_eq!(
-            answer.images["registry.example/down:1"],
+            *answer.images.get("registry.example/down:1").unwrap(),
             ImageFacts::LookupFailed("timeout".into())
         );
         assert!(
-            matches!(&answer.images["unknown:1"], ImageFacts::LookupFailed(e) if e.contains("facts file"))
+            matches!(answer.images.get("unknown:1").unwrap(), ImageFacts::LookupFailed(e) if e.contains("facts file"))
         );
         assert_eq!(
             *answer.runtime_classes.get("gone").unwrap(),
@@ -451,14 +452,17 @@ metadata:
             false,
         ));
         assert!(
-            matches!(&answer.images["corp/win:1"], ImageFacts::Platforms(p) if p[0].os == "windows")
+            matches!(answer.images.get("corp/win:1").unwrap(), ImageFacts::Platforms(p) if p[0].os == "windows")
         );
         assert_eq!(
-            answer.images["corp/down:1"],
+            *answer.images.get("corp/down:1").unwrap(),
             ImageFacts::LookupFailed("timeout".into())
         );
         // Not published yet, as the policy says with imageFacts: cluster.
-        assert_eq!(answer.images["corp/new:1"], ImageFacts::Unpublished);
+        assert_eq!(
+            *answer.images.get("corp/new:1").unwrap(),
+            ImageFacts::Unpublished
+        );
         // Negative: a ConfigMap that is not image facts is refused, naming the label.
         let e =
             HostFacts::read(&PUBLISHED.replace("image-facts: \"true\"", "other: x")).unwrap_err();

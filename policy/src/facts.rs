@@ -28,13 +28,11 @@
 //! class, or Nodes) and the error (`lookupFailure: reject` makes an image
 //! lookup failure a rejection).
 
-use std::collections::BTreeMap;
-
 use std::fmt;
 
 use os_placement_core::host_answers::{self, AnswerProblem, ManifestAnswer};
 use os_placement_core::published::{self, IMAGE_FACTS_SELECTOR};
-use os_placement_core::CollectOrdered;
+use os_placement_core::SortedMap;
 use os_placement_core::{Facts, ImageSource, Needs};
 use os_placement_core::{ImageFacts, NodeFacts, Platform, RuntimeClassFacts};
 use serde::Serialize;
@@ -117,14 +115,14 @@ impl Host for Wapc {
 /// a single image manifest), one per RuntimeClass, one Node list.
 pub fn gather(needs: &Needs, host: &dyn Host) -> Facts {
     let images = if needs.images.is_empty() {
-        BTreeMap::new()
+        SortedMap::new()
     } else {
         match &needs.image_source {
             ImageSource::Registry => needs
                 .images
                 .iter()
                 .map(|image| (image.clone(), image_facts(image, host)))
-                .collect_map(),
+                .collect(),
             ImageSource::Cluster { namespace } => published_images(&needs.images, namespace, host),
         }
     };
@@ -188,7 +186,7 @@ fn published_images(
     wanted: &[String],
     namespace: &str,
     host: &dyn Host,
-) -> BTreeMap<String, ImageFacts> {
+) -> SortedMap<String, ImageFacts> {
     let request = ListRequest {
         api_version: "v1",
         kind: "ConfigMap",
@@ -204,7 +202,7 @@ fn published_images(
             wanted
                 .iter()
                 .map(|image| (image.clone(), ImageFacts::LookupFailed(error.clone())))
-                .collect_map()
+                .collect()
         }
     }
 }
@@ -363,7 +361,7 @@ mod tests {
 
     #[test]
     fn cluster_facts_are_one_config_map_list_for_every_image() {
-        let published = BTreeMap::from([(
+        let published = SortedMap::from([(
             "corp/win:1".to_string(),
             ImageFacts::Platforms(vec![Platform {
                 os: "windows".into(),
@@ -385,8 +383,14 @@ mod tests {
             ..Needs::default()
         };
         let facts = gather(&needs, &host);
-        assert_eq!(facts.images["corp/win:1"], published["corp/win:1"]);
-        assert_eq!(facts.images["corp/new:1"], ImageFacts::Unpublished);
+        assert_eq!(
+            *facts.images.get("corp/win:1").unwrap(),
+            *published.get("corp/win:1").unwrap()
+        );
+        assert_eq!(
+            *facts.images.get("corp/new:1").unwrap(),
+            ImageFacts::Unpublished
+        );
         // One call, and never a registry.
         let calls = host.calls.borrow();
         assert_eq!(calls.len(), 1);
@@ -396,7 +400,7 @@ mod tests {
         let down = Fake::default();
         let facts = gather(&needs, &down);
         assert!(
-            matches!(&facts.images["corp/win:1"], ImageFacts::LookupFailed(e)
+            matches!(facts.images.get("corp/win:1").unwrap(), ImageFacts::LookupFailed(e)
                 if e.starts_with("the image facts of namespace facts cannot be read")),
             "{facts:?}"
         );
@@ -421,7 +425,7 @@ mod tests {
         ]});
         let host = Fake::default().answer("oci/v1/oci_manifest", json!("app:1"), Ok(index));
         let facts = gather(&needs_images(&["app:1"]), &host);
-        let ImageFacts::Platforms(p) = &facts.images["app:1"] else {
+        let ImageFacts::Platforms(p) = facts.images.get("app:1").unwrap() else {
             panic!("{facts:?}")
         };
         assert_eq!(p.len(), 2);
@@ -439,7 +443,7 @@ mod tests {
             .answer("oci/v1/oci_manifest_config", json!("w:1"), Ok(config));
         let facts = gather(&needs_images(&["w:1"]), &host);
         assert_eq!(
-            facts.images["w:1"],
+            *facts.images.get("w:1").unwrap(),
             ImageFacts::Platforms(vec![Platform {
                 os: "windows".into(),
                 os_version: Some("10.0.17763.6414".into()),
@@ -463,10 +467,13 @@ mod tests {
             );
         let facts = gather(&needs_images(&["down:1", "odd:1"]), &host);
         assert_eq!(
-            facts.images["down:1"],
+            *facts.images.get("down:1").unwrap(),
             ImageFacts::LookupFailed("connection refused".into())
         );
-        assert!(matches!(facts.images["odd:1"], ImageFacts::LookupFailed(_)));
+        assert!(matches!(
+            *facts.images.get("odd:1").unwrap(),
+            ImageFacts::LookupFailed(_)
+        ));
     }
 
     #[test]

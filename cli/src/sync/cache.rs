@@ -5,10 +5,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use os_placement_core::ImageFacts;
+use os_placement_core::{ImageFacts, SortedMap};
 
 /// Image facts with the time they were resolved (seconds since the epoch).
-pub type Published = (BTreeMap<String, ImageFacts>, BTreeMap<String, u64>);
+pub type Published = (SortedMap<String, ImageFacts>, BTreeMap<String, u64>);
 
 /// The facts of every image resolved so far.
 #[derive(Debug)]
@@ -135,7 +135,7 @@ mod tests {
     #[test]
     fn published_facts_seed_the_cache_and_unused_images_are_dropped() {
         let mut cache = Cache::new(Duration::from_secs(3600), Duration::from_secs(300));
-        let facts = BTreeMap::from([
+        let facts = SortedMap::from([
             ("ok:1".to_string(), linux()),
             ("old:1".to_string(), linux()),
         ]);

@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Pod, ReplicationController};
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, PostParams};
 use kube::Client;
 use os_placement_core::published::{self, IMAGE_FACTS_SELECTOR};
-use os_placement_core::{locate_pod_spec, ImageFacts, Kind, PodView};
+use os_placement_core::{locate_pod_spec, ImageFacts, Kind, PodView, SortedMap};
 use serde_json::Value;
 
 use super::cache::Published;
@@ -99,7 +99,7 @@ impl Cluster {
 
     /// The facts and times published so far (nothing when none are).
     pub async fn published(&self) -> Result<Published, SyncError> {
-        let (mut facts, mut times) = (BTreeMap::new(), BTreeMap::new());
+        let (mut facts, mut times) = (SortedMap::new(), BTreeMap::new());
         for config_map in self.config_maps().await? {
             let value = serde_json::to_value(&config_map).unwrap_or_default();
             if let Ok(images) = published::config_map_images(&value) {
@@ -134,7 +134,7 @@ impl Cluster {
     /// replaced, surplus ones deleted. Returns how many there are.
     pub async fn publish(
         &self,
-        facts: &BTreeMap<String, ImageFacts>,
+        facts: &SortedMap<String, ImageFacts>,
         times: &BTreeMap<String, u64>,
     ) -> Result<usize, SyncError> {
         let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), &self.namespace);
@@ -222,7 +222,7 @@ fn images_of(object: &DynamicObject, kind: Kind) -> Vec<String> {
 /// The ConfigMaps the core builds for the facts, with the resolution times
 /// of each shard's images beside them.
 fn desired(
-    facts: &BTreeMap<String, ImageFacts>,
+    facts: &SortedMap<String, ImageFacts>,
     times: &BTreeMap<String, u64>,
     namespace: &str,
 ) -> Result<Vec<ConfigMap>, SyncError> {
@@ -279,7 +279,7 @@ mod tests {
 
     #[test]
     fn published_config_maps_carry_the_times_of_their_images() {
-        let facts = BTreeMap::from([(
+        let facts = SortedMap::from([(
             "corp/app:1".to_string(),
             ImageFacts::Platforms(vec![Platform {
                 os: "linux".into(),

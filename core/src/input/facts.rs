@@ -4,7 +4,6 @@
 //! only the request and the settings existed.
 
 use crate::vocab::ordered::{SortedMap, StringMap};
-use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Toleration;
 use serde::{Deserialize, Serialize};
@@ -18,9 +17,10 @@ use crate::vocab::isolation::Isolation;
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Facts {
-    /// Platforms per image reference, exactly as written in the pod.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub images: BTreeMap<String, ImageFacts>,
+    /// Platforms per image reference, exactly as written in the pod: a
+    /// sorted vector, since a request looks up a handful of images.
+    #[serde(default, skip_serializing_if = "SortedMap::is_empty")]
+    pub images: SortedMap<String, ImageFacts>,
     /// RuntimeClasses by name, as read from the cluster: the few a pod
     /// names, so a sorted vector rather than a B-tree of its own.
     #[serde(default, skip_serializing_if = "SortedMap::is_empty")]

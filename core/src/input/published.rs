@@ -12,7 +12,6 @@
 //! facts a request wants back from them.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
@@ -20,7 +19,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::input::facts::ImageFacts;
-use crate::vocab::ordered::CollectOrdered;
+use crate::vocab::ordered::SortedMap;
 
 /// The label every image facts ConfigMap carries, with the value `"true"`.
 pub const IMAGE_FACTS_LABEL: &str = "os-placement.kubewarden.io/image-facts";
@@ -76,7 +75,7 @@ impl fmt::Display for PublishedProblem {
 /// The images one image facts ConfigMap carries.
 pub fn config_map_images(
     config_map: &Value,
-) -> Result<BTreeMap<String, ImageFacts>, PublishedProblem> {
+) -> Result<SortedMap<String, ImageFacts>, PublishedProblem> {
     let (name, text) = facts_text(config_map)?;
     // Bytes, not text: the one JSON reader the module already carries.
     serde_json::from_slice::<PublishedImages>(text.as_bytes())
@@ -223,14 +222,14 @@ impl<'de> Visitor<'de> for KeyVisitor {
 #[derive(Deserialize)]
 struct PublishedImages {
     #[serde(default)]
-    images: BTreeMap<String, ImageFacts>,
+    images: SortedMap<String, ImageFacts>,
 }
 
 /// What a list of image facts ConfigMaps (a `list_resources_by_namespace`
 /// answer) says about each `wanted` image: its published facts; not
 /// published yet ([`ImageFacts::Unpublished`]); or, when the list or one of
 /// its ConfigMaps cannot be read, a failed lookup naming why.
-pub fn wanted_images(list: &Value, wanted: &[String]) -> BTreeMap<String, ImageFacts> {
+pub fn wanted_images(list: &Value, wanted: &[String]) -> SortedMap<String, ImageFacts> {
     let failed = |problem: &PublishedProblem| ImageFacts::LookupFailed(problem.to_string());
     let Some(items) = list.get("items").and_then(Value::as_array) else {
         return each(wanted, failed(&PublishedProblem::NoItems));
@@ -255,23 +254,23 @@ pub fn wanted_images(list: &Value, wanted: &[String]) -> BTreeMap<String, ImageF
             };
             (image.clone(), facts)
         })
-        .collect_map()
+        .collect()
 }
 
 /// The same facts for every wanted image.
-fn each(wanted: &[String], facts: ImageFacts) -> BTreeMap<String, ImageFacts> {
+fn each(wanted: &[String], facts: ImageFacts) -> SortedMap<String, ImageFacts> {
     wanted
         .iter()
         .map(|image| (image.clone(), facts.clone()))
-        .collect_map()
+        .collect()
 }
 
 /// The ConfigMaps that publish `images` in `namespace`: references in
 /// order, each ConfigMap's facts text under [`SHARD_BYTES`], named
 /// `<CONFIG_MAP_PREFIX>-0`, `-1`, ... An image whose facts alone exceed a
 /// shard is published as a failed lookup saying so.
-pub fn config_maps(images: &BTreeMap<String, ImageFacts>, namespace: &str) -> Vec<Value> {
-    let mut shards: Vec<BTreeMap<&str, ImageFacts>> = vec![BTreeMap::new()];
+pub fn config_maps(images: &SortedMap<String, ImageFacts>, namespace: &str) -> Vec<Value> {
+    let mut shards: Vec<SortedMap<&str, ImageFacts>> = vec![SortedMap::new()];
     let mut used = 0;
     for (image, facts) in images {
         let mut facts = facts.clone();
@@ -283,7 +282,7 @@ pub fn config_maps(images: &BTreeMap<String, ImageFacts>, namespace: &str) -> Ve
             size = entry_size(image, &facts);
         }
         if used + size > SHARD_BYTES && used > 0 {
-            shards.push(BTreeMap::new());
+            shards.push(SortedMap::new());
             used = 0;
         }
         used += size;
@@ -305,7 +304,7 @@ fn entry_size(image: &str, facts: &ImageFacts) -> usize {
     key + value + 2
 }
 
-fn config_map(number: usize, images: &BTreeMap<&str, ImageFacts>, namespace: &str) -> Value {
+fn config_map(number: usize, images: &SortedMap<&str, ImageFacts>, namespace: &str) -> Value {
     let document = json!({ "images": images });
     json!({
         "apiVersion": "v1",
@@ -333,8 +332,8 @@ mod tests {
         }])
     }
 
-    fn images() -> BTreeMap<String, ImageFacts> {
-        BTreeMap::from([
+    fn images() -> SortedMap<String, ImageFacts> {
+        SortedMap::from([
             ("corp/win:1".to_string(), windows("10.0.20348.1")),
             (
                 "corp/down:1".to_string(),
@@ -358,17 +357,17 @@ mod tests {
         assert_eq!(config_map_images(map).unwrap(), images());
         let wanted = ["corp/win:1", "corp/down:1", "corp/new:1"].map(String::from);
         let found = wanted_images(&list(maps), &wanted);
-        assert_eq!(found["corp/win:1"], windows("10.0.20348.1"));
+        assert_eq!(*found.get("corp/win:1").unwrap(), windows("10.0.20348.1"));
         assert_eq!(
-            found["corp/down:1"],
+            *found.get("corp/down:1").unwrap(),
             ImageFacts::LookupFailed("timeout".into())
         );
-        assert_eq!(found["corp/new:1"], ImageFacts::Unpublished);
+        assert_eq!(*found.get("corp/new:1").unwrap(), ImageFacts::Unpublished);
     }
 
     #[test]
     fn shards_stay_under_the_object_limit_and_hold_every_image() {
-        let many: BTreeMap<String, ImageFacts> = (0..12_000)
+        let many: SortedMap<String, ImageFacts> = (0..12_000)
             .map(|i| {
                 (
                     format!("registry.example/team-{i}/app:1.{i}"),
@@ -378,7 +377,7 @@ mod tests {
             .collect();
         let maps = config_maps(&many, "facts");
         assert!(maps.len() > 1, "{} shards", maps.len());
-        let mut read = BTreeMap::new();
+        let mut read = SortedMap::new();
         for (number, map) in maps.iter().enumerate() {
             let text = map["data"][IMAGE_FACTS_KEY].as_str().unwrap();
             assert!(text.len() <= SHARD_BYTES, "shard {number}: {}", text.len());
@@ -400,11 +399,11 @@ mod tests {
                 architecture: Some("amd64".into()),
             })
             .collect();
-        let huge = BTreeMap::from([("corp/huge:1".to_string(), ImageFacts::Platforms(platforms))]);
+        let huge = SortedMap::from([("corp/huge:1".to_string(), ImageFacts::Platforms(platforms))]);
         let maps = config_maps(&huge, "facts");
         let read = config_map_images(&maps[0]).unwrap();
         assert!(
-            matches!(&read["corp/huge:1"], ImageFacts::LookupFailed(e) if e.contains("too many platforms")),
+            matches!(read.get("corp/huge:1").unwrap(), ImageFacts::LookupFailed(e) if e.contains("too many platforms")),
             "{read:?}"
         );
         // Negative: an ordinary image is published as it is.
@@ -422,18 +421,18 @@ mod tests {
         }, "later": {"ignored": true}}"#;
         let shard = json!({"metadata": {"name": "s"}, "data": {IMAGE_FACTS_KEY: text}});
         let found = wanted_images(&list(vec![shard.clone()]), &["corp/win:1".to_string()]);
-        assert_eq!(found["corp/win:1"], windows("10.0.20348.1"));
+        assert_eq!(*found.get("corp/win:1").unwrap(), windows("10.0.20348.1"));
         // The same entry, wanted, is not a facts entry: the shard names it.
         let found = wanted_images(&list(vec![shard]), &["corp/other:1".to_string()]);
         assert!(
-            matches!(&found["corp/other:1"], ImageFacts::LookupFailed(e) if e.starts_with("ConfigMap s: images.json is not a facts document")),
+            matches!(found.get("corp/other:1").unwrap(), ImageFacts::LookupFailed(e) if e.starts_with("ConfigMap s: images.json is not a facts document")),
             "{found:?}"
         );
         // Text after the document is not a facts document either.
         let trailing = json!({"metadata": {"name": "t"}, "data": {IMAGE_FACTS_KEY: "{} x"}});
         let found = wanted_images(&list(vec![trailing]), &["x:1".to_string()]);
         assert!(
-            matches!(&found["x:1"], ImageFacts::LookupFailed(_)),
+            matches!(found.get("x:1").unwrap(), ImageFacts::LookupFailed(_)),
             "{found:?}"
         );
     }
@@ -443,7 +442,7 @@ mod tests {
         let wanted = ["corp/win:1".to_string()];
         let found = wanted_images(&json!({"errors": []}), &wanted);
         assert_eq!(
-            found["corp/win:1"],
+            *found.get("corp/win:1").unwrap(),
             ImageFacts::LookupFailed("the ConfigMap list has no items".into())
         );
         let broken = json!({"metadata": {"name": "os-placement-image-facts-1"},
@@ -451,23 +450,23 @@ mod tests {
         let good = config_maps(&images(), "facts").remove(0);
         let found = wanted_images(&list(vec![good.clone(), broken]), &wanted);
         // Found in the readable shard.
-        assert_eq!(found["corp/win:1"], windows("10.0.20348.1"));
+        assert_eq!(*found.get("corp/win:1").unwrap(), windows("10.0.20348.1"));
         let found = wanted_images(
             &list(vec![good, json!({"metadata": {"name": "odd"}, "data": {}})]),
             &["corp/other:1".to_string()],
         );
         assert_eq!(
-            found["corp/other:1"],
+            *found.get("corp/other:1").unwrap(),
             ImageFacts::LookupFailed("ConfigMap odd has no images.json".into())
         );
         let broken = json!({"metadata": {"name": "b"}, "data": {IMAGE_FACTS_KEY: "\"text\""}});
         let found = wanted_images(&list(vec![broken]), &["x:1".to_string()]);
         assert!(
-            matches!(&found["x:1"], ImageFacts::LookupFailed(e) if e.starts_with("ConfigMap b: images.json is not a facts document")),
+            matches!(found.get("x:1").unwrap(), ImageFacts::LookupFailed(e) if e.starts_with("ConfigMap b: images.json is not a facts document")),
             "{found:?}"
         );
         // No ConfigMap at all: nothing is published yet.
         let found = wanted_images(&list(vec![]), &["x:1".to_string()]);
-        assert_eq!(found["x:1"], ImageFacts::Unpublished);
+        assert_eq!(*found.get("x:1").unwrap(), ImageFacts::Unpublished);
     }
 }
