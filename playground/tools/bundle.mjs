@@ -61,11 +61,20 @@ await writeFile(out, JSON.stringify({ cases, presets, files }));
 console.log(`${out}: ${cases.length} cases, ${presets.length} presets, ${paths.size} files`);
 
 // The page itself carries what the first verdict needs: every case and
-// preset (the menus), and the files of the first case and of the presets.
+// preset (the menus), and the files of the first case and of the presets;
+// of the cases and presets only what the page reads (not the tests'
+// expectations, nor the pools the presets' pool texts were made from), so
+// the HTML the browser parses before the first verdict stays small.
+const PAGE_READS = {
+  case: ['name', 'manifest', 'settings', 'oldManifest', 'operation', 'preset', 'facts', 'poolsAreNodes', 'cluster', 'images'],
+  preset: ['id', 'name', 'settings', 'forSettings', 'poolsText'],
+};
+const only = (keys) => (x) => Object.fromEntries(keys.filter((k) => k in x).map((k) => [k, x[k]]));
 const first = cases[0];
 const firstPaths = [first.manifest, first.settings, first.oldManifest, first.cluster, ...presets.map((p) => p.settings)].filter(Boolean);
 const firstFiles = Object.fromEntries(firstPaths.map((p) => [p, files[p]]));
-const inline = JSON.stringify({ cases, presets, files: firstFiles }).replace(/</g, '\\u003c');
+const inline = JSON.stringify({ cases: cases.map(only(PAGE_READS.case)), presets: presets.map(only(PAGE_READS.preset)), files: firstFiles })
+  .replace(/</g, '\\u003c');
 const page = join(dist, 'index.html');
 const html = await readFile(page, 'utf8');
 const slot = /(<script type="application\/json" id="examples-first">)[^<]*(<\/script>)/;

@@ -1,3 +1,4 @@
+//# allFunctionsCalledOnLoad
 // The playground page: editors in, the rule core's result out. Every
 // decision comes from the wasm module; the other modules only show it.
 import init, * as engine from './pkg/os_placement_playground.js';
@@ -174,7 +175,9 @@ async function startEngine() {
   try {
     const compiled = await boot.module;
     performance.mark('engine compiled');
-    await init({ module_or_path: compiled });
+    // Instantiated at once, not in a task of its own: the first verdict is
+    // shown in the task that runs the modules, before the first frame.
+    engine.initSync({ module: compiled });
   } catch {
     // The server did not send application/wasm: compile from the bytes.
     await init({ module_or_path: new URL('pkg/os_placement_playground_bg.wasm', import.meta.url) });

@@ -1,3 +1,4 @@
+//# allFunctionsCalledOnLoad
 // What the page shows: small DOM helpers; the text editors (a textarea with
 // a line-number gutter that flags the lines findings point at, jumping to a
 // line, opening files into them); and the rule core's result (the verdict,
