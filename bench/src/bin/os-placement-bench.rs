@@ -291,6 +291,22 @@ fn compile_times(paths: &[PathBuf]) -> Result<Vec<f64>> {
     Ok(samples.iter_mut().map(|s| stats(s).median / 1e3).collect())
 }
 
+/// Median time to make a fresh instance ready for a request (rehydrate the
+/// `InstancePre`, waPC initialisation, one `protocol_version` call), µs:
+/// the part of a fresh request that does not depend on the request.
+fn instantiate_times(policies: &[Policy], rounds: usize) -> Result<Vec<f64>> {
+    let mut samples: Vec<Vec<Duration>> = policies.iter().map(|_| Vec::new()).collect();
+    for _ in 0..rounds.max(20) {
+        for (policy, s) in policies.iter().zip(samples.iter_mut()) {
+            let start = Instant::now();
+            let host = policy.module.instantiate()?;
+            let _ = std::hint::black_box(host.call("protocol_version", b""));
+            s.push(start.elapsed());
+        }
+    }
+    Ok(samples.iter_mut().map(|s| stats(s).median).collect())
+}
+
 const PAGE: usize = 65_536;
 
 /// Peak linear memory of one evaluation on a fresh instance: the smallest
@@ -490,6 +506,7 @@ fn run(options: &Options) -> Result<()> {
 
     note_guest_errors(&policies, &cases, &payloads);
     let compile = compile_times(&paths)?;
+    let instantiate = instantiate_times(&policies, options.rounds)?;
     let timings = time_cases(&policies, &cases, &payloads, options.rounds)?;
     let containers = time_containers(&policies, (options.rounds / 10).max(5))?;
     let memory = {
@@ -500,6 +517,7 @@ fn run(options: &Options) -> Result<()> {
 
     let measured = Measured {
         compile,
+        instantiate,
         timings,
         containers,
         memory,
@@ -618,6 +636,12 @@ fn print_sizes(policies: &[Policy], cases: &[Case], measured: &Measured) {
         line.push_str(&format!(" | {:>12.1} {:>6.2}x", ms, ms / floor_compile));
     }
     println!("{line}");
+    let floor_instantiate = measured.instantiate.first().copied().unwrap_or(f64::NAN);
+    let mut line = format!("{:<50}", "fresh instance ready (no request), µs (x floor)");
+    for us in &measured.instantiate {
+        line.push_str(&format!(" | {:>12.1} {:>6.2}x", us, us / floor_instantiate));
+    }
+    println!("{line}");
     for (ci, case) in cases.iter().enumerate() {
         let mut line = format!(
             "{:<50}",
@@ -660,6 +684,8 @@ fn print_containers(containers: &[Vec<f64>]) {
 struct Measured {
     /// wasmtime compile time, ms.
     compile: Vec<f64>,
+    /// Time to make a fresh instance ready, before any request, µs.
+    instantiate: Vec<f64>,
     /// Per case, warm and fresh.
     timings: Vec<Vec<[Stats; 2]>>,
     /// µs per request for each of `CONTAINER_COUNTS`.
@@ -682,6 +708,7 @@ fn json_report(
 ) -> Value {
     let Measured {
         compile,
+        instantiate,
         timings,
         containers,
         memory,
@@ -710,12 +737,14 @@ fn json_report(
     let modules: Vec<Value> = policies
         .iter()
         .zip(compile)
+        .zip(instantiate)
         .zip(memory)
         .zip(containers)
-        .map(|(((p, ms), mem), per_n)| {
+        .map(|((((p, ms), ready), mem), per_n)| {
             let (m10, m100) = marginal(per_n);
             json!({
                 "policy": p.name, "size_bytes": p.module.size(), "compile_ms": ms,
+                "instance_ready_us": ready,
                 "peak_memory_bytes": cases.iter().zip(mem).map(|(c, b)| (c.id.clone(), json!(b))).collect::<serde_json::Map<_, _>>(),
                 "containers_warm_us": CONTAINER_COUNTS.iter().zip(per_n).map(|(n, t)| (n.to_string(), json!(t))).collect::<serde_json::Map<_, _>>(),
                 "marginal_us_per_container": {"10-100": m10, "100-1000": m100},
