@@ -303,12 +303,12 @@ fn facts_override_a_misleading_reference() {
 
 // ---- failed lookups ----
 
-/// The warning containing `needle` of a pod that falls back to the rules of
-/// its references under the EKS settings: accepted, with the patch it gets
-/// without facts, the warning under the API server's 256 bytes.
-fn fallback_warning(object: &Value, facts: &Facts, needle: &str) -> String {
-    let d = with(object, &eks(), facts);
-    let plain = create(object, &eks());
+/// The warning containing `needle` of an object that falls back to the
+/// rules of its references under `settings`: accepted, with the patch it
+/// gets without facts, the warning under the API server's 256 bytes.
+fn fallback_warning(object: &Value, settings: &Settings, facts: &Facts, needle: &str) -> String {
+    let d = with(object, settings, facts);
+    let plain = create(object, settings);
     assert!(d.accepted, "{:?}", d.violations);
     assert_eq!(d.patch, plain.patch);
     let lines = d.warning_lines();
@@ -327,7 +327,7 @@ fn failed_lookup_falls_back_with_a_warning_naming_image_and_error() {
         ImageFacts::LookupFailed("connection refused".into()),
     );
     let object = pod(spec_with_images(&[WIN2022]));
-    let warning = fallback_warning(&object, &facts, "connection refused");
+    let warning = fallback_warning(&object, &eks(), &facts, "connection refused");
     assert!(warning.contains(WIN2022), "{warning}");
     // With lookupFailure: reject, it is a rejection.
     let strict = eks_with(json!({
@@ -349,26 +349,14 @@ fn long_lookup_error_keeps_the_fix_in_the_warning() {
     let facts = image_facts(image, ImageFacts::LookupFailed(error.into()));
     // imageFacts: registry: the policy server asked the registry.
     let registry = eks_with(json!({"imageFacts": "registry"}));
-    let d = with(&object, &registry, &facts);
-    let lines = d.warning_lines();
-    let warning = lines
-        .iter()
-        .find(|w| w.contains("registry lookup"))
-        .unwrap();
-    assert!(warning.chars().count() <= 256, "{warning}");
+    let warning = fallback_warning(&object, &registry, &facts, "registry lookup");
     assert!(
         warning.ends_with("check the registry and the policy server's credentials"),
         "{warning}"
     );
     // imageFacts: cluster (the default): the syncer asked the registry and
     // the policy read what it published; the fix says where to look.
-    let d = with(&object, &eks(), &facts);
-    let lines = d.warning_lines();
-    let warning = lines
-        .iter()
-        .find(|w| w.contains("are unreadable"))
-        .unwrap_or_else(|| panic!("{lines:?}"));
-    assert!(warning.chars().count() <= 256, "{warning}");
+    let warning = fallback_warning(&object, &eks(), &facts, "are unreadable");
     assert!(
         warning.ends_with("check os-placement facts sync and ConfigMap access"),
         "{warning}"
@@ -392,7 +380,7 @@ fn long_lookup_error_keeps_the_fix_in_the_warning() {
 fn unpublished_image_falls_back_with_a_warning_and_is_never_rejected() {
     let facts = image_facts(PRIVATE, ImageFacts::Unpublished);
     let object = pod(spec_with_images(&[PRIVATE]));
-    let warning = fallback_warning(&object, &facts, "not in the image facts");
+    let warning = fallback_warning(&object, &eks(), &facts, "not in the image facts");
     assert!(warning.contains(PRIVATE), "{warning}");
     assert!(warning.contains("namespace os-placement"), "{warning}");
     let strict = eks_with(json!({"lookupFailure": "reject", "imageFactsNamespace": "facts"}));

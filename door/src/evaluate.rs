@@ -52,27 +52,43 @@ pub fn request_for(call: &Call<'_>) -> Value {
     .request()
 }
 
-/// What the policy would look up for `request` (the call's request), and
-/// what the call's host answers: nothing is gathered without a host.
-pub fn lookups(call: &Call<'_>, request: &Value) -> (Needs, Facts) {
-    let needs = needs_request(request, call.options.settings);
+/// An answer, with what the policy looked up to give it.
+#[derive(Debug, Clone)]
+pub struct Evaluated {
+    /// The answer about the object.
+    pub answer: Answer,
+    /// What the policy would look up and what the call's host answered
+    /// (nothing without a host); `None` for a skipped object, which the
+    /// policy is never asked about.
+    pub lookups: Option<(Needs, Facts)>,
+}
+
+/// The answer about one object, with its lookups.
+pub fn evaluate_with_lookups(call: &Call<'_>) -> Evaluated {
+    let request = request_for(call);
+    if let Err(reason) = select(&request) {
+        return Evaluated {
+            answer: Answer::skipped(call.subject, &request, reason.to_string()),
+            lookups: None,
+        };
+    }
+    let settings = call.options.settings;
+    let needs = needs_request(&request, settings);
     let facts = call
         .options
         .facts
         .map(|host| host.answer(&needs))
         .unwrap_or_default();
-    (needs, facts)
+    let decision = evaluate_request_with_facts(&request, settings, &facts);
+    Evaluated {
+        answer: Answer::decided(call.subject, &request, decision),
+        lookups: Some((needs, facts)),
+    }
 }
 
 /// The answer about one object.
 pub fn evaluate(call: &Call<'_>) -> Answer {
-    let request = request_for(call);
-    if let Err(reason) = select(&request) {
-        return Answer::skipped(call.subject, &request, reason.to_string());
-    }
-    let (_, facts) = lookups(call, &request);
-    let decision = evaluate_request_with_facts(&request, call.options.settings, &facts);
-    Answer::decided(call.subject, &request, decision)
+    evaluate_with_lookups(call).answer
 }
 
 /// What is evaluated for every object of a text.

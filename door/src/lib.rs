@@ -41,7 +41,8 @@ pub use answer::{Answer, Finding, Located, Verdict};
 pub use compose::{MAX_COPIED_NODES, MAX_DEPTH};
 pub use error::TextError;
 pub use evaluate::{
-    evaluate, evaluate_text, lookups, request_for, Call, Options, Outcome, Problem, ProblemKind,
+    evaluate, evaluate_text, evaluate_with_lookups, request_for, Call, Evaluated, Options, Outcome,
+    Problem, ProblemKind,
 };
 pub use facts::{read_facts, HostFacts};
 pub use node::{Data, Entry, Node, Position, Span};

@@ -5,8 +5,9 @@
 use os_placement_core::{landing, Facts, Needs, Node as Pool, Settings, SignalReport};
 use os_placement_door::emit::{ordered_like, to_yaml};
 use os_placement_door::{
-    evaluate, lookups, objects, read_one, read_settings, read_stream, request_for, Answer, Finding,
-    Found, HostFacts, Located, Node, Options, Position, SettingsTextError, Subject, Verdict,
+    evaluate_with_lookups, objects, read_one, read_settings, read_stream, Answer, Evaluated,
+    Finding, Found, HostFacts, Located, Node, Options, Position, SettingsTextError, Subject,
+    Verdict,
 };
 
 use crate::input_error::InputError;
@@ -151,19 +152,16 @@ pub fn run(inputs: &Inputs<'_>) -> Outcome {
         .iter()
         .enumerate()
         .map(|(index, subject)| {
-            let call = options.call(subject);
-            let answer = evaluate(&call);
+            let Evaluated { answer, lookups } = evaluate_with_lookups(&options.call(subject));
+            let (needs, found) = lookups.unzip();
             // The landing picture sees what the policy saw: the same facts.
-            let (needs, found) = lookups(&call, &request_for(&call));
             let scene = Scene {
                 settings: &settings,
-                facts: &found,
+                facts: &found.unwrap_or_default(),
                 pools: pools.as_deref(),
             };
-            // A skipped object: the policy is not asked, nothing is looked up.
-            let skipped = answer.verdict == Verdict::Skipped;
             let mut result = document_result(index, subject, answer, &scene);
-            result.lookups = (!skipped).then_some(needs);
+            result.lookups = needs;
             result
         })
         .collect();

@@ -95,7 +95,11 @@ fn wanted_in(
 ) -> Result<Vec<(String, ImageFacts)>, PublishedProblem> {
     let (name, text) = facts_text(config_map)?;
     let mut reader = serde_json::Deserializer::from_slice(text.as_bytes());
-    let read = DocumentSeed { wanted }
+    let document = WantedSeed {
+        wanted,
+        level: Level::Document,
+    };
+    let read = document
         .deserialize(&mut reader)
         .and_then(|images| reader.end().map(|()| images));
     read.map_err(|e| PublishedProblem::NotFacts {
@@ -121,12 +125,22 @@ fn facts_text(config_map: &Value) -> Result<(String, &str), PublishedProblem> {
     }
 }
 
-/// Reads a facts document's `images`, keeping the wanted ones.
-struct DocumentSeed<'w> {
+/// Reads a facts document (`Level::Document`) down to its `images` map
+/// (`Level::Images`), keeping the wanted entries; every other value is
+/// skipped unread.
+#[derive(Clone, Copy)]
+struct WantedSeed<'w> {
     wanted: &'w [String],
+    level: Level,
 }
 
-impl<'de> DeserializeSeed<'de> for DocumentSeed<'_> {
+#[derive(Clone, Copy)]
+enum Level {
+    Document,
+    Images,
+}
+
+impl<'de> DeserializeSeed<'de> for WantedSeed<'_> {
     type Value = Vec<(String, ImageFacts)>;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
@@ -134,55 +148,33 @@ impl<'de> DeserializeSeed<'de> for DocumentSeed<'_> {
     }
 }
 
-impl<'de> Visitor<'de> for DocumentSeed<'_> {
+impl<'de> Visitor<'de> for WantedSeed<'_> {
     type Value = Vec<(String, ImageFacts)>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a facts document")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut images = Vec::new();
-        while let Some(key) = map.next_key::<Key<'de>>()? {
-            if key.0 == "images" {
-                images = map.next_value_seed(ImagesSeed {
-                    wanted: self.wanted,
-                })?;
-            } else {
-                map.next_value::<IgnoredAny>()?;
-            }
-        }
-        Ok(images)
-    }
-}
-
-/// Reads the `images` map, keeping the wanted entries.
-struct ImagesSeed<'w> {
-    wanted: &'w [String],
-}
-
-impl<'de> DeserializeSeed<'de> for ImagesSeed<'_> {
-    type Value = Vec<(String, ImageFacts)>;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        deserializer.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for ImagesSeed<'_> {
-    type Value = Vec<(String, ImageFacts)>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a map of image references to their facts")
+        f.write_str(match self.level {
+            Level::Document => "a facts document",
+            Level::Images => "a map of image references to their facts",
+        })
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut kept = Vec::new();
         while let Some(key) = map.next_key::<Key<'de>>()? {
-            if self.wanted.iter().any(|image| *image == key.0) {
-                kept.push((key.0.into_owned(), map.next_value::<ImageFacts>()?));
-            } else {
-                map.next_value::<IgnoredAny>()?;
+            match self.level {
+                Level::Document if key.0 == "images" => {
+                    let images = WantedSeed {
+                        level: Level::Images,
+                        ..self
+                    };
+                    kept = map.next_value_seed(images)?;
+                }
+                Level::Images if self.wanted.iter().any(|image| *image == key.0) => {
+                    kept.push((key.0.into_owned(), map.next_value::<ImageFacts>()?));
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
             }
         }
         Ok(kept)
