@@ -298,16 +298,16 @@ playground-deps: deps
 
 # Built for size (opt-level z: about 15% smaller gzipped than the release
 # profile's "s"; an evaluation still takes a few milliseconds). examples.json
-# holds the examples and presets the page reads in one request. The glue,
-# like the page's modules, carries Chromium's compile hint: its functions are
-# compiled while it downloads, not on their first call.
+# holds the examples and presets the page reads in one request; bundle.mjs
+# puts the first example, the page's start (bundled by esbuild, from
+# playground/package-lock.json) and its style into index.html.
 playground-dist: playground-deps
 	OS_PLACEMENT_GIT_DESCRIBE="$(PLAYGROUND_SOURCE)" CARGO_PROFILE_RELEASE_OPT_LEVEL=z \
 	  $(CARGO) build $(LOCKED) -p os-placement-playground --target $(PLAYGROUND_TARGET) --release
 	rm -rf $(PLAYGROUND_DIST)
 	wasm-bindgen --target web --no-typescript --out-dir $(PLAYGROUND_DIST)/pkg $(PLAYGROUND_WASM)
-	sed -i '1i //# allFunctionsCalledOnLoad' $(PLAYGROUND_DIST)/pkg/os_placement_playground.js
 	cp playground/web/index.html playground/web/style.css playground/web/*.js $(PLAYGROUND_DIST)/
+	cd playground && npm ci --no-audit --no-fund
 	node playground/tools/bundle.mjs $(CURDIR) $(PLAYGROUND_DIST)
 	@wasm=$(PLAYGROUND_DIST)/pkg/os_placement_playground_bg.wasm; gz=$$(gzip -9c $$wasm | wc -c); \
 	  echo "$$wasm: $$(wc -c < $$wasm) bytes, $$gz bytes gzipped (budget $(PLAYGROUND_GZ_BUDGET))"; \
@@ -321,7 +321,6 @@ test-playground: playground-dist
 	$(build-wasm)
 	OS_PLACEMENT_WASM="$(CURDIR)/$(WASM)" $(CARGO) test $(LOCKED) -p os-placement-playground
 	@command -v chromium >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium; }
-	cd playground && npm ci --no-audit --no-fund
 	node --test-concurrency=1 playground/tests/browser.test.mjs
 
 # --- Fuzzing (fuzz/, its own workspace, built by cargo-fuzz with libFuzzer) ----------

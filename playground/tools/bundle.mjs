@@ -2,12 +2,13 @@
 // playground's cases with facts), the platform presets with their node
 // pools as the page shows them, and the text of every file they name; and
 // puts into <dist>/index.html what the first verdict needs (the cases, the
-// presets, the first case's files), so it waits on no request but the
-// engine. The YAML is read by the built engine itself (the door's reader),
+// presets, the first case's files; the page's start and its style), so it
+// waits on no request but the engine. The YAML is read by the built engine itself (the door's reader),
 // so the page and this file read it alike.
 //
 // Usage: node playground/tools/bundle.mjs <repo root> <dist>
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile, rm, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
@@ -76,8 +77,46 @@ const firstFiles = Object.fromEntries(firstPaths.map((p) => [p, files[p]]));
 const inline = JSON.stringify({ cases: cases.map(only(PAGE_READS.case)), presets: presets.map(only(PAGE_READS.preset)), files: firstFiles })
   .replace(/</g, '\\u003c');
 const page = join(dist, 'index.html');
-const html = await readFile(page, 'utf8');
+let html = await readFile(page, 'utf8');
 const slot = /(<script type="application\/json" id="examples-first">)[^<]*(<\/script>)/;
 if (!slot.test(html)) throw new Error(`${page}: no #examples-first script`);
-await writeFile(page, html.replace(slot, (_, open, close) => `${open}${inline}${close}`));
+html = html.replace(slot, (_, open, close) => `${open}${inline}${close}`);
 console.log(`${page}: the first example inlined (${inline.length} bytes)`);
+await writeFile(page, await withTheStartInline(html));
+
+/**
+ * The page with its start in it: app.js and the modules it imports (view.js,
+ * workspace.js, dom.js, the engine's wasm-bindgen glue) bundled by esbuild
+ * into one inline module, and the style sheet inline. The engine is then the
+ * only request the first verdict waits on: each request costs the renderer's
+ * main thread, which the first verdict also needs (measured in
+ * playground/README.md). The modules loaded after the first verdict stay
+ * files of their own.
+ */
+async function withTheStartInline(text) {
+  const esbuild = createRequire(join(repo, 'playground', 'package.json'))('esbuild');
+  const bundled = await esbuild.build({
+    entryPoints: [join(dist, 'app.js')], bundle: true, format: 'esm', write: false,
+    external: ['./facts.js', './settings-form.js', './tour.js'],
+    legalComments: 'none', logLevel: 'warning',
+  });
+  const script = bundled.outputFiles[0].text;
+  const style = await readFile(join(dist, 'style.css'), 'utf8');
+  // Text that would end or confuse an inline element in the HTML parser.
+  if (/<\/script|<!--|<script/i.test(script)) throw new Error('the bundle holds a sequence an inline script cannot');
+  if (/<\/style/i.test(style)) throw new Error('style.css holds </style');
+  const swaps = [
+    [/<script type="module" src="app.js" blocking="render"><\/script>/,
+      // Chromium's compile hint must open the script.
+      `<script type="module" blocking="render">//# allFunctionsCalledOnLoad\n${script}</script>`],
+    [/<link rel="stylesheet" href="style.css">/, `<style>\n${style}</style>`],
+    [/<link rel="modulepreload" href="[^"]*">\n/g, ''],
+  ];
+  for (const [from, to] of swaps) {
+    if (!from.test(text)) throw new Error(`index.html: no ${from}`);
+    text = text.replace(from, () => to);
+  }
+  for (const file of ['app.js', 'view.js', 'workspace.js', 'style.css']) await rm(join(dist, file));
+  console.log(`index.html: the start inline (${script.length} bytes of script, ${style.length} of style)`);
+  return text;
+}

@@ -3,7 +3,7 @@
 // `kubectl get runtimeclasses,nodes -o yaml` prints them) they reach the rule
 // core as a facts file (workspace.js `factsText`), read by the same reader as
 // the CLI's `--facts`.
-import { $, el } from './view.js';
+import { $, el } from './dom.js';
 
 const OS = ['linux', 'windows'];
 const ARCHITECTURES = ['amd64', 'arm64', 'arm', '386', 'ppc64le', 's390x', 'riscv64'];

@@ -3,7 +3,7 @@
 // new setting appears here without touching the page. The form and the
 // YAML are two views of one value: the form reads the YAML text, and each
 // change sets that one key in the text (`settings_set`), keeping the rest.
-import { el } from './view.js';
+import { el } from './dom.js';
 
 const ID = 'sf';
 

@@ -1,7 +1,7 @@
 // A short guided first look: four steps, each pointing at a part of the
 // page. Shown once; closing it (or finishing it) keeps it from coming back.
 // The Guide button shows it again.
-import { $, el } from './view.js';
+import { $, el } from './dom.js';
 
 const SEEN_KEY = 'os-placement-playground.tour';
 

@@ -1,30 +1,13 @@
 //# allFunctionsCalledOnLoad
-// What the page shows: small DOM helpers; the text editors (a textarea with
-// a line-number gutter that flags the lines findings point at, jumping to a
-// line, opening files into them); and the rule core's result (the verdict,
-// each finding at its line, the diff, the JSON Patch, where the pods land,
-// which lookups the policy makes). Every decision comes from the wasm
-// module; this only shows it. One module, so the first verdict waits on few
-// requests.
+// What the page shows: the text editors (a textarea with a line-number
+// gutter that flags the lines findings point at, jumping to a line, opening
+// files into them); and the rule core's result (the verdict, each finding at
+// its line, the diff, the JSON Patch, where the pods land, which lookups the
+// policy makes). It passes on the DOM helpers of dom.js. Every decision
+// comes from the wasm module; this only shows it.
+import { $, el } from './dom.js';
 
-// ---- DOM helpers ----------------------------------------------------------------
-
-/** The element of that id. */
-export const $ = (id) => document.getElementById(id);
-
-/** An element with attributes (`class`, `on<event>` handlers, others as is) and children. */
-export function el(tag, attrs = {}, ...children) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (v === undefined || v === null || v === false) continue;
-    if (k === 'class') e.className = v;
-    else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
-    else if (v === true) e.setAttribute(k, '');
-    else e.setAttribute(k, v);
-  }
-  for (const c of children) if (c !== null && c !== undefined && c !== false) e.append(c);
-  return e;
-}
+export { $, el };
 
 /** A short message, announced to screen readers. */
 export function toast(text) {
