@@ -144,7 +144,7 @@ test('loads from the sub-path, shows a verdict and the engine version and build'
 
 test('first verdict after navigation, and the load waterfall (measured, not asserted)', async () => {
   const runs = [];
-  for (let i = 0; i < 9; i++) {
+  for (let i = 0; i < 15; i++) {
     const page = await open();
     runs.push(await page.evaluate(() => ({
       firstVerdictMs: window.playground.loadToFirstVerdictMs,
