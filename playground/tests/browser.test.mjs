@@ -142,6 +142,22 @@ test('loads from the sub-path, shows a verdict and the engine version and build'
   await new Promise((ok) => root.close(ok));
 });
 
+test('the page is drawn once the first verdict is shown, and also when the engine cannot load', async () => {
+  const page = await open();
+  assert.equal(await page.evaluate(() => document.documentElement.className), '');
+  assert.ok(await page.isVisible('#verdict'));
+  await page.context().close();
+  // Without the engine, the start fails and says so on a drawn page.
+  const context = await newContext();
+  await context.route('**/*.wasm', (route) => route.fulfill({ status: 404, body: 'not found' }));
+  const broken = await context.newPage();
+  await broken.goto(base);
+  await broken.waitForFunction(() => /could not start/.test(document.getElementById('verdict').textContent));
+  assert.equal(await broken.evaluate(() => document.documentElement.className), '');
+  assert.ok(await broken.isVisible('#verdict'));
+  await context.close();
+});
+
 test('first verdict after navigation, and the load waterfall (measured, not asserted)', async () => {
   const runs = [];
   for (let i = 0; i < 15; i++) {

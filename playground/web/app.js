@@ -81,6 +81,7 @@ function evaluateNow() {
   if (metrics.loadToFirstVerdictMs === null) {
     performance.mark('first verdict shown');
     metrics.loadToFirstVerdictMs = performance.now();
+    document.documentElement.classList.remove('starting');
   }
   $('timing').textContent = `first verdict ${metrics.loadToFirstVerdictMs.toFixed(0)} ms after opening · last evaluation ${metrics.lastEvaluationMs.toFixed(1)} ms`;
   $('facts-state').textContent = s.facts.enabled ? 'on: lookups answered from these facts' : 'off: nothing is looked up';
@@ -301,6 +302,7 @@ function importWorkspace(text) {
 }
 
 function failed(e) {
+  document.documentElement.classList.remove('starting');
   $('verdict').className = 'verdict invalid';
   $('verdict').textContent = `The playground could not start: ${e.message}`;
 }
