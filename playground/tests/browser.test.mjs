@@ -142,20 +142,47 @@ test('loads from the sub-path, shows a verdict and the engine version and build'
   await new Promise((ok) => root.close(ok));
 });
 
-test('the page is drawn once the first verdict is shown, and also when the engine cannot load', async () => {
-  const page = await open();
-  assert.equal(await page.evaluate(() => document.documentElement.className), '');
-  assert.ok(await page.isVisible('#verdict'));
-  await page.context().close();
-  // Without the engine, the start fails and says so on a drawn page.
+/** Records on the page what took `html.starting` off: the first verdict, or the 250 ms timer before it. */
+async function watchDrawing(context) {
+  await context.addInitScript(() => {
+    new MutationObserver((_, observer) => {
+      if (document.documentElement?.classList.contains('starting') !== false) return;
+      const verdictShown = window.playground?.loadToFirstVerdictMs != null;
+      window.drawn = { atMs: performance.now(), by: verdictShown ? 'verdict' : 'timer' };
+      observer.disconnect();
+    }).observe(document, { attributes: true, subtree: true, attributeFilter: ['class'] });
+  });
+}
+
+test('the page is kept undrawn until the first verdict, at most 250 ms, and drawn when the engine cannot load', async () => {
   const context = await newContext();
-  await context.route('**/*.wasm', (route) => route.fulfill({ status: 404, body: 'not found' }));
-  const broken = await context.newPage();
-  await broken.goto(base);
-  await broken.waitForFunction(() => /could not start/.test(document.getElementById('verdict').textContent));
-  assert.equal(await broken.evaluate(() => document.documentElement.className), '');
-  assert.ok(await broken.isVisible('#verdict'));
+  await watchDrawing(context);
+  const page = await open(base, { context });
+  const { drawn, verdictMs } = await page.evaluate(() => ({ drawn: window.drawn, verdictMs: window.playground.loadToFirstVerdictMs }));
+  assert.ok(await page.isVisible('#verdict'));
+  // The 250 ms timer starts after navigation: a verdict before it draws the page itself.
+  if (verdictMs < 250) assert.equal(drawn.by, 'verdict', `verdict at ${verdictMs} ms`);
   await context.close();
+
+  // An engine that takes a second: the page is drawn by the timer, with its loading state.
+  const slow = await newContext();
+  await watchDrawing(slow);
+  await slow.route('**/*.wasm', async (route) => { await new Promise((ok) => setTimeout(ok, 1500)); await route.continue(); });
+  const waiting = await open(base, { context: slow });
+  const early = await waiting.evaluate(() => window.drawn);
+  assert.equal(early.by, 'timer');
+  assert.ok(early.atMs < 1000, `drawn at ${early.atMs} ms`);
+  await slow.close();
+
+  // Without the engine, the start fails and says so on a drawn page.
+  const broken = await newContext();
+  await broken.route('**/*.wasm', (route) => route.fulfill({ status: 404, body: 'not found' }));
+  const failing = await broken.newPage();
+  await failing.goto(base);
+  await failing.waitForFunction(() => /could not start/.test(document.getElementById('verdict').textContent));
+  assert.equal(await failing.evaluate(() => document.documentElement.className), '');
+  assert.ok(await failing.isVisible('#verdict'));
+  await broken.close();
 });
 
 test('first verdict after navigation, and the load waterfall (measured, not asserted)', async () => {

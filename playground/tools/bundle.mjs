@@ -3,8 +3,8 @@
 // pools as the page shows them, and the text of every file they name; and
 // puts into <dist>/index.html what the first verdict needs (the cases, the
 // presets, the first case's files; the page's start and its style), so it
-// waits on no request but the engine. The YAML is read by the built engine itself (the door's reader),
-// so the page and this file read it alike.
+// waits on no request but the engine. The YAML is read by the built engine
+// itself (the door's reader), so the page and this file read it alike.
 //
 // Usage: node playground/tools/bundle.mjs <repo root> <dist>
 import { readFile, rm, writeFile } from 'node:fs/promises';
@@ -103,17 +103,19 @@ async function withTheStartInline(text) {
   const script = bundled.outputFiles[0].text;
   const style = await readFile(join(dist, 'style.css'), 'utf8');
   // Text that would end or confuse an inline element in the HTML parser.
-  if (/<\/script|<!--|<script/i.test(script)) throw new Error('the bundle holds a sequence an inline script cannot');
-  if (/<\/style/i.test(style)) throw new Error('style.css holds </style');
+  const unsafe = script.match(/<\/script|<!--|<script/i);
+  if (unsafe) {
+    throw new Error(`the page's start holds "${unsafe[0]}", which would break out of an inline script: write it as "<\\/script", "<\\!--" or "<\\script" in the string that holds it (web/*.js or the wasm-bindgen glue)`);
+  }
+  if (/<\/style/i.test(style)) throw new Error('web/style.css holds "</style", which would end the inline style: write it as "<\\/style"');
   const swaps = [
-    [/<script type="module" src="app.js" blocking="render"><\/script>/,
+    ['<script type="module" src="app.js" blocking="render"></script>',
       // Chromium's compile hint must open the script.
       `<script type="module" blocking="render">//# allFunctionsCalledOnLoad\n${script}</script>`],
-    [/<link rel="stylesheet" href="style.css">/, `<style>\n${style}</style>`],
-    [/<link rel="modulepreload" href="[^"]*">\n/g, ''],
+    ['<link rel="stylesheet" href="style.css">', `<style>\n${style}</style>`],
   ];
   for (const [from, to] of swaps) {
-    if (!from.test(text)) throw new Error(`index.html: no ${from}`);
+    if (!text.includes(from)) throw new Error(`web/index.html has no ${from}: the build puts the start and the style in its place; keep that tag as it is`);
     text = text.replace(from, () => to);
   }
   for (const file of ['app.js', 'view.js', 'workspace.js', 'style.css']) await rm(join(dist, file));

@@ -1,8 +1,8 @@
-//# allFunctionsCalledOnLoad
 // The playground page: editors in, the rule core's result out. Every
 // decision comes from the wasm module; the other modules only show it.
 import init, * as engine from './pkg/os_placement_playground.js';
-import { $, el, copy, download, toast, EDITORS, acceptDrops, filePicker, jumpTo, syncGutters, render } from './view.js';
+import { $, el } from './dom.js';
+import { copy, download, toast, EDITORS, acceptDrops, filePicker, jumpTo, syncGutters, render } from './view.js';
 import * as workspace from './workspace.js';
 
 const metrics = { loadToFirstVerdictMs: null, lastEvaluationMs: null, evaluations: 0, ready: false };

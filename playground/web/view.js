@@ -1,13 +1,10 @@
-//# allFunctionsCalledOnLoad
 // What the page shows: the text editors (a textarea with a line-number
 // gutter that flags the lines findings point at, jumping to a line, opening
 // files into them); and the rule core's result (the verdict, each finding at
 // its line, the diff, the JSON Patch, where the pods land, which lookups the
-// policy makes). It passes on the DOM helpers of dom.js. Every decision
-// comes from the wasm module; this only shows it.
+// policy makes). Every decision comes from the wasm module; this only
+// shows it.
 import { $, el } from './dom.js';
-
-export { $, el };
 
 /** A short message, announced to screen readers. */
 export function toast(text) {

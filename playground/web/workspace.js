@@ -1,4 +1,3 @@
-//# allFunctionsCalledOnLoad
 // Keeping the work: the workspace (every editor, the choices, the facts)
 // saved in the browser and restored on reload, carried by share links and
 // exported or imported as one YAML file. Links and files carry the build of
