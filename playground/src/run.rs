@@ -160,9 +160,7 @@ pub fn run(inputs: &Inputs<'_>) -> Outcome {
                 facts: &found.unwrap_or_default(),
                 pools: pools.as_deref(),
             };
-            let mut result = document_result(index, subject, answer, &scene);
-            result.lookups = needs;
-            result
+            document_result(index, subject, answer, needs, &scene)
         })
         .collect();
     Outcome::Evaluated {
@@ -183,6 +181,7 @@ fn document_result(
     index: usize,
     subject: &Subject,
     answer: Answer,
+    lookups: Option<Needs>,
     scene: &Scene<'_>,
 ) -> DocumentResult {
     let landing = scene
@@ -226,7 +225,7 @@ fn document_result(
         warning_lines: answer.warning_lines,
         signals: answer.signals,
         mutated_object: answer.mutated_object,
-        lookups: None,
+        lookups,
     }
 }
 

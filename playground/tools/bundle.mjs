@@ -79,7 +79,9 @@ const inline = JSON.stringify({ cases: cases.map(only(PAGE_READS.case)), presets
 const page = join(dist, 'index.html');
 let html = await readFile(page, 'utf8');
 const slot = /(<script type="application\/json" id="examples-first">)[^<]*(<\/script>)/;
-if (!slot.test(html)) throw new Error(`${page}: no #examples-first script`);
+if (!slot.test(html)) {
+  throw new Error('web/index.html has no <script type="application/json" id="examples-first">…</script>: the build writes the cases, the presets and the first example into it; put that element back in the head, before the page\'s start');
+}
 html = html.replace(slot, (_, open, close) => `${open}${inline}${close}`);
 console.log(`${page}: the first example inlined (${inline.length} bytes)`);
 await writeFile(page, await withTheStartInline(html));
