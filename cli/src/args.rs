@@ -49,6 +49,39 @@ pub enum FactsCommand {
     /// or the facts cannot be published. Failed image lookups are published
     /// as such and retried later; they do not fail the sync.
     Sync(SyncArgs),
+    /// Write the ConfigMaps the facts syncer would publish for the facts in
+    /// FILE...: `kubectl get nodes,runtimeclasses -o yaml` (or `-o json`)
+    /// output as it is, image facts documents (what --facts reads), and
+    /// published ConfigMaps. `os-placement facts render nodes.yaml
+    /// images.json | kubectl apply -f -` publishes facts without the syncer
+    /// (GitOps, air-gapped clusters).
+    ///
+    /// Exit code 0 when the ConfigMaps are written, 2 when a file cannot be
+    /// read or holds something that is not facts.
+    Render(RenderArgs),
+}
+
+/// What `facts render` reads and how it writes.
+#[derive(Debug, Args)]
+pub struct RenderArgs {
+    /// Facts files; `-` reads standard input.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// The namespace of the ConfigMaps (the policy's imageFactsNamespace).
+    #[arg(long, default_value = os_placement_core::DEFAULT_FACTS_NAMESPACE)]
+    pub namespace: String,
+    /// `yaml`: a stream of ConfigMaps; `json`: a `v1` `List` of them.
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = RenderFormat::Yaml)]
+    pub output: RenderFormat,
+}
+
+/// The output of `facts render`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RenderFormat {
+    /// A YAML stream, one ConfigMap per document.
+    Yaml,
+    /// A `v1` `List` of the ConfigMaps.
+    Json,
 }
 
 /// How `facts sync` reads the cluster and the registries.

@@ -90,6 +90,9 @@ pub enum SyncError {
         /// The client's error.
         source: Box<kube::Error>,
     },
+    /// `--once`: some kind could not be listed in time.
+    #[error("not every kind could be listed within {0:?}; see the messages above")]
+    Incomplete(std::time::Duration),
     /// A ConfigMap the core built does not read as one.
     #[error("cannot build ConfigMap {name}: {source}")]
     ConfigMap {

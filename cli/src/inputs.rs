@@ -103,31 +103,39 @@ fn read_file(path: PathBuf) -> Input {
 
 /// The text of a file, within the size limit.
 pub fn read_path(path: &Path) -> Result<String, CliError> {
+    read_path_within(path, MAX_INPUT_BYTES)
+}
+
+/// The text of a file (`-`: standard input), within `limit` bytes.
+pub fn read_path_within(path: &Path, limit: u64) -> Result<String, CliError> {
+    if path.as_os_str() == "-" {
+        return read_limited(std::io::stdin().lock(), "<stdin>", limit);
+    }
     let name = path.display().to_string();
     let file = fs::File::open(path).map_err(|source| CliError::Read {
         name: name.clone(),
         source,
     })?;
-    read_limited(file, &name)
+    read_limited(file, &name, limit)
 }
 
 fn read_stdin() -> Result<String, CliError> {
-    read_limited(std::io::stdin().lock(), "<stdin>")
+    read_limited(std::io::stdin().lock(), "<stdin>", MAX_INPUT_BYTES)
 }
 
-fn read_limited(reader: impl Read, name: &str) -> Result<String, CliError> {
+fn read_limited(reader: impl Read, name: &str, limit: u64) -> Result<String, CliError> {
     let mut bytes = Vec::new();
     reader
-        .take(MAX_INPUT_BYTES + 1)
+        .take(limit + 1)
         .read_to_end(&mut bytes)
         .map_err(|source| CliError::Read {
             name: name.to_owned(),
             source,
         })?;
-    if bytes.len() as u64 > MAX_INPUT_BYTES {
+    if bytes.len() as u64 > limit {
         return Err(CliError::TooLarge {
             name: name.to_owned(),
-            limit_mib: MAX_INPUT_BYTES / 1024 / 1024,
+            limit_mib: limit / 1024 / 1024,
         });
     }
     String::from_utf8(bytes).map_err(|e| CliError::NotUtf8 {
@@ -152,13 +160,15 @@ mod tests {
     #[test]
     fn oversized_input_is_refused() {
         let big = std::io::repeat(b'a').take(MAX_INPUT_BYTES + 10);
-        let err = read_limited(big, "big.yaml").unwrap_err().to_string();
+        let err = read_limited(big, "big.yaml", MAX_INPUT_BYTES)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("larger than 64 MiB"), "{err}");
     }
 
     #[test]
     fn binary_input_is_refused() {
-        let err = read_limited(&b"ab\xffcd"[..], "x.yaml")
+        let err = read_limited(&b"ab\xffcd"[..], "x.yaml", MAX_INPUT_BYTES)
             .unwrap_err()
             .to_string();
         assert!(

@@ -11,6 +11,7 @@ mod fix;
 mod inputs;
 mod lookup;
 mod registry;
+mod render;
 mod report;
 mod results;
 mod sync;
@@ -36,6 +37,7 @@ fn main() -> ExitCode {
         Command::Fix(args) => fix::run(&args),
         Command::Explain(args) => explain::run(&args),
         Command::Facts(FactsCommand::Sync(args)) => sync::run(&args),
+        Command::Facts(FactsCommand::Render(args)) => render::run(&args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

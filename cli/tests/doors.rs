@@ -22,6 +22,7 @@ use os_placement_door::{
     objects, read_one, read_settings, read_stream, request_for, Found, Options,
 };
 use os_placement_e2e::host::HostCalls;
+use os_placement_e2e::selector;
 use os_placement_e2e::HostCallError;
 use os_placement_e2e::PolicyModule;
 use serde_json::{json, Value};
@@ -353,24 +354,25 @@ fn every_door_gives_the_same_answer() {
 /// A host that answers the policy's calls from a facts file, as a
 /// policy-server would from that cluster and registry: images (the index
 /// as the registry serves it, or the policy's platforms form) from the
-/// registry (`imageFacts: registry`) or published as the facts syncer
-/// publishes them (`imageFacts: cluster`), Nodes and RuntimeClasses
-/// (kubectl output), and image facts ConfigMaps (kubectl output) as they are.
+/// registry (`imageFacts: registry`); the Nodes, RuntimeClasses and images
+/// published as the facts syncer publishes them (`os-placement facts
+/// render`), served by label selector; RuntimeClasses (kubectl output) by name.
 struct FactsHost {
     images: BTreeMap<String, Result<Value, String>>,
-    nodes: Vec<Value>,
     runtime_classes: Vec<Value>,
-    /// The image facts ConfigMaps the cluster holds.
+    /// The published ConfigMaps.
     config_maps: Vec<Value>,
+    /// The file holds no image facts: as the door says, their lookup fails.
+    no_images: bool,
 }
 
 impl FactsHost {
     fn read(text: &str) -> FactsHost {
         let mut host = FactsHost {
             images: BTreeMap::new(),
-            nodes: Vec::new(),
             runtime_classes: Vec::new(),
             config_maps: Vec::new(),
+            no_images: false,
         };
         for document in read_stream(text) {
             let document = document.unwrap();
@@ -381,9 +383,8 @@ impl FactsHost {
                         panic!("{found:?}")
                     };
                     match subject.object["kind"].as_str() {
-                        Some("Node") => host.nodes.push(subject.object),
                         Some("RuntimeClass") => host.runtime_classes.push(subject.object),
-                        Some("ConfigMap") => host.config_maps.push(subject.object),
+                        Some("Node" | "ConfigMap") => {}
                         other => panic!("the test host serves no {other:?}"),
                     }
                 }
@@ -393,23 +394,30 @@ impl FactsHost {
                 host.images.insert(image.clone(), registry_answer(answer));
             }
         }
-        if host.config_maps.is_empty() && !host.images.is_empty() {
-            host.config_maps = published_config_maps(text, host.images.keys().cloned().collect());
-        }
+        host.config_maps = published_config_maps(text);
+        host.no_images = os_placement_door::read_facts(text)
+            .unwrap()
+            .render_sources()
+            .images
+            .is_empty();
         host
     }
 }
 
-/// The ConfigMaps the facts syncer would publish for the images of a facts
-/// file, had it resolved them to what the file says.
-fn published_config_maps(text: &str, images: Vec<String>) -> Vec<Value> {
-    let needs = os_placement_core::Needs {
-        images,
-        ..Default::default()
-    };
-    let facts = os_placement_door::read_facts(text).unwrap().answer(&needs);
+/// The ConfigMaps the facts syncer would publish for a facts file, had it
+/// found its Nodes and RuntimeClasses and resolved its images to what the
+/// file says: what `os-placement facts render` writes for it.
+fn published_config_maps(text: &str) -> Vec<Value> {
+    let sources = os_placement_door::read_facts(text)
+        .unwrap()
+        .render_sources();
     os_placement_core::published::config_maps(
-        &facts.images,
+        &os_placement_core::published::Sources {
+            nodes: sources.nodes.as_deref(),
+            runtime_classes: sources.runtime_classes.as_ref(),
+            images: &sources.images,
+            resolved_at: None,
+        },
         os_placement_core::DEFAULT_FACTS_NAMESPACE,
     )
 }
@@ -483,12 +491,26 @@ impl FactsHost {
                     }
                 }
             }
-            ("kubernetes", "list_resources_all") if !self.nodes.is_empty() => {
-                json!({"apiVersion": "v1", "kind": "NodeList", "items": self.nodes})
-            }
-            ("kubernetes", "list_resources_by_namespace") if !self.config_maps.is_empty() => {
+            ("kubernetes", "list_resources_by_namespace") => {
                 assert_eq!(payload["kind"], "ConfigMap");
-                json!({"apiVersion": "v1", "kind": "ConfigMapList", "items": self.config_maps})
+                let selector = selector::parse(payload["label_selector"].as_str())
+                    .map_err(|e| e.to_string())?;
+                let mut items: Vec<Value> = self
+                    .config_maps
+                    .iter()
+                    .filter(|cm| selector::labels_match(&selector, cm))
+                    .cloned()
+                    .collect();
+                // A shard asked of a file without images cannot be read.
+                let shard = payload["label_selector"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("shard-");
+                if self.no_images && shard {
+                    items.push(json!({"metadata": {"name": "os-placement-facts-shard"},
+                        "data": {"index": "the facts file has no platforms"}}));
+                }
+                json!({"apiVersion": "v1", "kind": "ConfigMapList", "items": items})
             }
             _ => {
                 return Err(format!(

@@ -62,6 +62,7 @@ fn node(name: &str, os: &str, build: Option<&str>, taints: &[(&str, &str, &str)]
                 effect: (*e).into(),
             })
             .collect(),
+        ..Node::default()
     }
 }
 
@@ -368,7 +369,7 @@ fn long_lookup_error_keeps_the_fix_in_the_warning() {
     let from_nodes = settings(json!({"windowsTaint": "fromNodes"}));
     let d = with(&pod(spec_with_images(&[WIN2022])), &from_nodes, &nodes);
     let lines = d.warning_lines();
-    let warning = lines.iter().find(|w| w.contains("Nodes")).unwrap();
+    let warning = lines.iter().find(|w| w.contains("the node facts")).unwrap();
     assert!(!warning.ends_with('…'), "{warning}");
 }
 

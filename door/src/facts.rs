@@ -11,26 +11,28 @@
 //!   Node objects); or
 //! - Kubernetes objects as `kubectl get nodes,runtimeclasses -o yaml` (or
 //!   `-o json`) prints them: Nodes and RuntimeClasses, alone or in a List;
-//!   and the image facts ConfigMaps the facts syncer publishes
-//!   (`kubectl get configmaps -n os-placement -l
-//!   os-placement.kubewarden.io/image-facts=true -o yaml`), read as the
-//!   policy reads them.
+//!   and the ConfigMaps the facts syncer or `os-placement facts render`
+//!   publishes (`kubectl get configmaps -n os-placement -l
+//!   os-placement.kubewarden.io/facts -o yaml`), read as the policy reads
+//!   them, or the image facts ConfigMaps of earlier releases (label
+//!   `os-placement.kubewarden.io/image-facts=true`).
 //!
 //! The file then answers as a host would ([`HostFacts::answer`]): what it
 //! holds is found; an image it lacks is a failed lookup, or, when the file
-//! holds image facts ConfigMaps, not published yet (as the policy says with
+//! holds published ConfigMaps, not published yet (as the policy says with
 //! `imageFacts: cluster`); a RuntimeClass it
 //! lacks does not exist when the file lists RuntimeClass objects (a cluster
-//! listing holds them all), else it is a failed lookup; no Nodes is a failed
-//! Node list. The same facts then give the same answer through every door.
+//! listing holds them all), else it is a failed lookup; Node objects are the
+//! node inventory, else the published node classes; neither is a failed
+//! lookup. The same facts then give the same answer through every door.
 
 use std::collections::BTreeMap;
 
 use os_placement_core::host_answers::{self, AnswerProblem, ManifestAnswer};
-use os_placement_core::published;
+use os_placement_core::published::{self, PublishedMap, Wanted};
 use os_placement_core::{
-    Facts, ImageFacts, Needs, Node as ClusterNode, NodeFacts, Platform, RuntimeClassFacts,
-    SortedMap,
+    ClusterRuntimeClass, Facts, ImageFacts, ImageSource, Needs, Node as ClusterNode, NodeFacts,
+    Platform, RuntimeClassFacts, SortedMap,
 };
 use serde::de::DeserializeOwned;
 
@@ -49,19 +51,40 @@ pub struct HostFacts {
     /// Image facts ConfigMaps were given: an image not among them is not published yet.
     published_images: bool,
     nodes: Option<NodeFacts>,
+    /// Published ConfigMaps (name, `data.index`), read as the policy reads them.
+    published: Vec<(String, Option<String>)>,
+    /// The images those ConfigMaps keep readable, for `facts render`.
+    published_readable: SortedMap<String, ImageFacts>,
 }
 
-const EXPECTED: &str = "a facts file holds images, runtimeClasses and nodes (the policy's facts), or Node and RuntimeClass objects (kubectl get nodes,runtimeclasses -o yaml) and image facts ConfigMaps (kubectl get configmaps -l os-placement.kubewarden.io/image-facts=true -o yaml)";
+/// What a facts file holds, as `os-placement facts render` publishes it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RenderSources {
+    /// The Node objects; `None` when there were none.
+    pub nodes: Option<Vec<ClusterNode>>,
+    /// The RuntimeClass objects; `None` when there were none.
+    pub runtime_classes: Option<SortedMap<String, ClusterRuntimeClass>>,
+    /// Image facts, from facts documents and published ConfigMaps.
+    pub images: SortedMap<String, ImageFacts>,
+}
+
+const EXPECTED: &str = "a facts file holds images, runtimeClasses and nodes (the policy's facts), or Node and RuntimeClass objects (kubectl get nodes,runtimeclasses -o yaml) and published facts ConfigMaps (kubectl get configmaps -n os-placement -l os-placement.kubewarden.io/facts -o yaml)";
 
 impl HostFacts {
     /// Reads a facts file; an error names where and what is wrong.
     pub fn read(text: &str) -> Result<HostFacts, TextError> {
         let mut facts = HostFacts::default();
+        facts.add_text(text)?;
+        Ok(facts)
+    }
+
+    /// Adds what another facts file holds (several files read as one).
+    pub fn add_text(&mut self, text: &str) -> Result<(), TextError> {
         for document in read_stream(text) {
             let document = document.map_err(|broken| broken.error)?;
-            facts.add_document(&document.root)?;
+            self.add_document(&document.root)?;
         }
-        Ok(facts)
+        Ok(())
     }
 
     /// Whether the file held nothing.
@@ -85,39 +108,113 @@ impl HostFacts {
     /// The facts the policy would gather for `needs` from a host that
     /// answers from this file.
     pub fn answer(&self, needs: &Needs) -> Facts {
+        let found = (!self.published.is_empty()).then(|| self.read_published(needs));
         let mut facts = Facts::default();
         for image in &needs.images {
-            let found = match self.images.get(image) {
-                Some(found) => found.clone(),
-                None if self.published_images => ImageFacts::Unpublished,
-                None => {
+            let from_file = self.images.get(image).cloned().or_else(|| {
+                // A registry answers what the published facts keep readable.
+                matches!(needs.image_source, ImageSource::Registry)
+                    .then(|| self.published_readable.get(image).cloned())
+                    .flatten()
+            });
+            let found = match (from_file, &found, &needs.image_source) {
+                (Some(found), _, _) => found,
+                (None, Some(published), ImageSource::Cluster { .. }) => published
+                    .image_facts(std::slice::from_ref(image))
+                    .get(image)
+                    .cloned()
+                    .unwrap_or(ImageFacts::Unpublished),
+                (None, _, _) if self.published_images => ImageFacts::Unpublished,
+                (None, _, _) => {
                     ImageFacts::LookupFailed("the facts file has no platforms for it".to_string())
                 }
             };
             facts.images.insert(image.clone(), found);
         }
         for name in &needs.runtime_classes {
-            let found = match self.runtime_classes.get(name) {
-                Some(found) => found.clone(),
-                None if self.listed_runtime_classes => RuntimeClassFacts::Missing,
-                None => RuntimeClassFacts::LookupFailed(
+            let published = found.as_ref().and_then(|f| f.runtime_class(name));
+            let found = match (self.runtime_classes.get(name), published) {
+                (Some(found), _) => found.clone(),
+                (None, Some(published)) => published,
+                (None, None) if self.listed_runtime_classes => RuntimeClassFacts::Missing,
+                (None, None) => RuntimeClassFacts::LookupFailed(
                     "the facts file lists no RuntimeClasses".to_string(),
                 ),
             };
             facts.runtime_classes.insert(name.clone(), found);
         }
         if needs.nodes {
-            facts.nodes = Some(self.nodes.clone().unwrap_or_else(|| {
-                NodeFacts::LookupFailed("the facts file lists no Nodes".to_string())
-            }));
+            facts.nodes = Some(match (&self.nodes, &found) {
+                (Some(nodes), _) => nodes.clone(),
+                (None, Some(published)) => published.node_facts(
+                    &needs.node_names,
+                    "the facts file's published facts hold no node facts",
+                ),
+                (None, None) => {
+                    NodeFacts::LookupFailed("the facts file lists no Nodes".to_string())
+                }
+            });
         }
         facts
+    }
+
+    /// The published ConfigMaps read for `needs`, as the policy reads them.
+    fn read_published(&self, needs: &Needs) -> published::Found {
+        let images: &[String] = match needs.image_source {
+            ImageSource::Cluster { .. } => &needs.images,
+            ImageSource::Registry => &[],
+        };
+        let maps = self.published.iter().map(|(name, index)| PublishedMap {
+            name,
+            index: index.as_deref(),
+        });
+        published::read(
+            maps,
+            &Wanted {
+                images,
+                names: &needs.node_names,
+            },
+        )
+    }
+
+    /// What the file holds, for `os-placement facts render`: Node and
+    /// RuntimeClass objects and every image's facts.
+    pub fn render_sources(&self) -> RenderSources {
+        let nodes = match &self.nodes {
+            Some(NodeFacts::Listed(nodes)) => Some(nodes.clone()),
+            _ => None,
+        };
+        let runtime_classes = self.listed_runtime_classes.then(|| {
+            self.runtime_classes
+                .iter()
+                .filter_map(|(name, facts)| match facts {
+                    RuntimeClassFacts::Found(class) => Some((name.clone(), class.clone())),
+                    _ => None,
+                })
+                .collect()
+        });
+        let mut images = self.published_readable.clone();
+        for (image, facts) in &self.images {
+            images.insert(image.clone(), facts.clone());
+        }
+        RenderSources {
+            nodes,
+            runtime_classes,
+            images,
+        }
     }
 
     fn add_document(&mut self, root: &Node) -> Result<(), TextError> {
         match &root.data {
             Data::Null => Ok(()),
             Data::Map(_) if root.get("kind").is_some() => self.add_object(root, "document"),
+            // A bare list of objects, as `jq '.items'` leaves a listing.
+            Data::Seq(items) if items.iter().all(|i| i.get("kind").is_some()) => {
+                for (i, item) in items.iter().enumerate() {
+                    self.add_object(item, &format!("[{i}]"))?;
+                }
+                Ok(())
+            }
             Data::Map(entries) => {
                 for entry in entries {
                     match entry.key.as_str() {
@@ -180,25 +277,58 @@ impl HostFacts {
         Ok(())
     }
 
-    /// An image facts ConfigMap, read as the policy reads it.
+    /// A published facts ConfigMap, or an image facts ConfigMap of an
+    /// earlier release, read as the policy reads it.
     fn add_config_map(&mut self, node: &Node, what: &str) -> Result<(), TextError> {
-        let labelled = node
-            .get("metadata")
-            .and_then(|m| m.get("labels"))
-            .and_then(|labels| labels.text(published::IMAGE_FACTS_LABEL))
-            == Some("true");
-        if !labelled {
+        let labels = node.get("metadata").and_then(|m| m.get("labels"));
+        if labels
+            .and_then(|l| l.text(published::FACTS_LABEL))
+            .is_some()
+        {
+            return self.add_published(node, what);
+        }
+        let legacy = labels.and_then(|l| l.text(published::IMAGE_FACTS_LABEL)) == Some("true");
+        if !legacy {
             return Err(problem(
                 node,
                 format!(
-                    "{what} is a ConfigMap without the label {}=true: only image facts ConfigMaps are facts",
-                    published::IMAGE_FACTS_LABEL
+                    "{what} is a ConfigMap without the label {}: only published facts ConfigMaps are facts",
+                    published::FACTS_LABEL
                 ),
             ));
         }
         let images = published::config_map_images(&node.to_json())
             .map_err(|e| problem(node, format!("{what}: {e}")))?;
         self.images.extend(images);
+        self.published_images = true;
+        Ok(())
+    }
+
+    fn add_published(&mut self, node: &Node, what: &str) -> Result<(), TextError> {
+        let name = node
+            .get("metadata")
+            .and_then(|m| m.text("name"))
+            .unwrap_or_default()
+            .to_string();
+        let data = node.get("data");
+        let index = data.and_then(|d| d.text(published::INDEX_KEY));
+        if index.is_none() {
+            return Err(problem(
+                node,
+                format!(
+                    "{what}: ConfigMap {name} has no data.{}: publish it with os-placement facts render or the facts syncer",
+                    published::INDEX_KEY
+                ),
+            ));
+        }
+        if let Some(readable) = data.and_then(|d| d.get(published::IMAGES_KEY)) {
+            let readable = serde_json::json!({"metadata": {"name": name},
+                "data": {published::IMAGE_FACTS_KEY: readable.to_json()}});
+            let images = published::config_map_images(&readable)
+                .map_err(|e| problem(node, format!("{what}: {e}")))?;
+            self.published_readable.extend(images);
+        }
+        self.published.push((name, index.map(str::to_string)));
         self.published_images = true;
         Ok(())
     }
@@ -463,16 +593,78 @@ metadata:
             *answer.images.get("corp/new:1").unwrap(),
             ImageFacts::Unpublished
         );
-        // Negative: a ConfigMap that is not image facts is refused, naming the label.
+        // Negative: a ConfigMap that is not published facts is refused, naming the label.
         let e =
             HostFacts::read(&PUBLISHED.replace("image-facts: \"true\"", "other: x")).unwrap_err();
         assert!(
             e.message
-                .contains("without the label os-placement.kubewarden.io/image-facts=true"),
+                .contains("without the label os-placement.kubewarden.io/facts:"),
             "{e}"
         );
         let e = HostFacts::read(&PUBLISHED.replace("{\"images\":{", "{\"images\":[")).unwrap_err();
         assert!(e.message.contains("not a facts document"), "{e}");
+    }
+
+    /// What `os-placement facts render` writes (the core's builder) is read
+    /// back as the policy reads it: images from the shard index, nodes as
+    /// classes, RuntimeClasses from the cluster document.
+    #[test]
+    fn rendered_config_maps_answer_as_the_policy_reads_them() {
+        let kubectl = HostFacts::read(KUBECTL).unwrap();
+        let sources = kubectl.render_sources();
+        let mut images = SortedMap::new();
+        images.insert(
+            "corp/win:1".to_string(),
+            ImageFacts::Platforms(vec![Platform {
+                os: "windows".into(),
+                os_version: Some("10.0.20348.1".into()),
+                architecture: Some("amd64".into()),
+            }]),
+        );
+        let maps = published::config_maps(
+            &published::Sources {
+                nodes: sources.nodes.as_deref(),
+                runtime_classes: sources.runtime_classes.as_ref(),
+                images: &images,
+                resolved_at: None,
+            },
+            "os-placement",
+        );
+        let text = serde_json::to_string(
+            &serde_json::json!({"apiVersion": "v1", "kind": "List", "items": maps}),
+        )
+        .unwrap();
+        let rendered = HostFacts::read(&text).unwrap();
+        let mut wanted = needs(
+            &["corp/win:1", "corp/new:1"],
+            &["windows-2022", "other"],
+            true,
+        );
+        wanted.image_source = ImageSource::Cluster {
+            namespace: "os-placement".into(),
+        };
+        let answer = rendered.answer(&wanted);
+        assert_eq!(answer.images.get("corp/win:1"), images.get("corp/win:1"));
+        assert_eq!(
+            answer.images.get("corp/new:1"),
+            Some(&ImageFacts::Unpublished)
+        );
+        assert!(matches!(
+            answer.runtime_classes.get("windows-2022"),
+            Some(RuntimeClassFacts::Found(rc)) if rc.handler == "runhcs-wcow-process"
+        ));
+        let nodes = answer.listed_nodes().unwrap();
+        assert_eq!(nodes.len(), 1);
+        assert_eq!(nodes[0].name, "win-1");
+        assert!(nodes[0].is_windows());
+        // A registry answers what the shards keep readable; render reads it back.
+        wanted.image_source = ImageSource::Registry;
+        let answer = rendered.answer(&wanted);
+        assert_eq!(answer.images.get("corp/win:1"), images.get("corp/win:1"));
+        assert_eq!(rendered.render_sources().images, images);
+        // Negative: a published ConfigMap without its index is refused, naming it.
+        let e = HostFacts::read(&text.replace("\"index\"", "\"other\"")).unwrap_err();
+        assert!(e.message.contains("has no data.index"), "{e}");
     }
 
     #[test]

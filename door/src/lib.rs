@@ -44,7 +44,7 @@ pub use evaluate::{
     evaluate, evaluate_text, evaluate_with_lookups, request_for, Call, Evaluated, Options, Outcome,
     Problem, ProblemKind,
 };
-pub use facts::{read_facts, HostFacts};
+pub use facts::{read_facts, HostFacts, RenderSources};
 pub use node::{Data, Entry, Node, Position, Span};
 pub use objects::{objects, Found, Location, NotAnObject, Subject};
 pub use request::{admission_request, Submission};

@@ -26,6 +26,7 @@ use serde_json::{json, Map, Value};
 
 use crate::error::{Error, HostCallError};
 use crate::host::HostCalls;
+use crate::selector;
 
 /// One host call the guest made.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -315,11 +316,12 @@ struct ListByNamespace {
     list: ListAll,
 }
 
-/// Whether `object`'s labels match an equality-based label `selector`
-/// (`k=v`, `k==v`, `k!=v`, `k`, `!k`, comma-separated).
+/// Whether `object` matches a label selector (set-based included).
 pub fn label_selector_matches(selector: &str, object: &Value) -> Result<bool> {
-    let requirements = parse_selector(Some(selector))?;
-    Ok(requirements.iter().all(|r| r.matches(|k| label(object, k))))
+    Ok(crate::selector::labels_match(
+        &crate::selector::parse(Some(selector))?,
+        object,
+    ))
 }
 
 /// A cluster as fixture files: Kubernetes objects (YAML documents or `List`s).
@@ -447,15 +449,12 @@ impl Cluster {
     }
 
     fn list(&self, request: &ListAll, namespace: Option<&str>) -> Result<Value> {
-        let labels = parse_selector(request.label_selector.as_deref())?;
-        let fields = parse_selector(request.field_selector.as_deref())?;
+        let labels = selector::parse(request.label_selector.as_deref())?;
+        let fields = selector::parse(request.field_selector.as_deref())?;
         let items: Vec<Value> = self
             .of_kind(&request.api_version, &request.kind)?
             .filter(|o| namespace.is_none_or(|ns| text(o, "metadata.namespace") == Some(ns)))
-            .filter(|o| {
-                labels.iter().all(|s| s.matches(|k| label(o, k)))
-                    && fields.iter().all(|s| s.matches(|k| text(o, k)))
-            })
+            .filter(|o| selector::labels_match(&labels, o) && selector::fields_match(&fields, o))
             .map(|o| masked(o, request.field_masks.as_ref()))
             .collect();
         Ok(json!({
@@ -476,58 +475,6 @@ fn text<'a>(object: &'a Value, path: &str) -> Option<&'a str> {
     path.split('.')
         .try_fold(object, |v, key| v.get(key))
         .and_then(Value::as_str)
-}
-
-fn label<'a>(object: &'a Value, key: &str) -> Option<&'a str> {
-    object.get("metadata")?.get("labels")?.get(key)?.as_str()
-}
-
-/// One requirement of an equality-based selector (`k=v`, `k==v`, `k!=v`, `k`, `!k`).
-#[derive(Debug)]
-enum Requirement {
-    Equals(String, String),
-    NotEquals(String, String),
-    Exists(String),
-    Absent(String),
-}
-
-impl Requirement {
-    fn matches<'a>(&self, value_of: impl Fn(&str) -> Option<&'a str>) -> bool {
-        match self {
-            Self::Equals(k, v) => value_of(k) == Some(v.as_str()),
-            Self::NotEquals(k, v) => value_of(k) != Some(v.as_str()),
-            Self::Exists(k) => value_of(k).is_some(),
-            Self::Absent(k) => value_of(k).is_none(),
-        }
-    }
-}
-
-/// Equality-based selectors; set-based ones (`in`, `notin`) are refused.
-fn parse_selector(selector: Option<&str>) -> Result<Vec<Requirement>> {
-    let Some(selector) = selector.filter(|s| !s.trim().is_empty()) else {
-        return Ok(Vec::new());
-    };
-    selector
-        .split(',')
-        .map(str::trim)
-        .map(|part| {
-            if part.contains('(') || part.contains(' ') {
-                return Err(anyhow!(
-                    "selector {selector:?}: only equality-based requirements are supported"
-                ));
-            }
-            let owned = |s: &str| s.trim().to_owned();
-            Ok(if let Some((k, v)) = part.split_once("!=") {
-                Requirement::NotEquals(owned(k), owned(v))
-            } else if let Some((k, v)) = part.split_once("==").or_else(|| part.split_once('=')) {
-                Requirement::Equals(owned(k), owned(v))
-            } else if let Some(k) = part.strip_prefix('!') {
-                Requirement::Absent(owned(k))
-            } else {
-                Requirement::Exists(owned(part))
-            })
-        })
-        .collect()
 }
 
 /// `object` reduced to the fields of `masks` (dot paths; lists are walked

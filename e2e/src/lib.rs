@@ -19,6 +19,7 @@ pub mod images;
 pub mod published;
 pub mod request;
 pub mod review;
+pub mod selector;
 
 use std::path::{Path, PathBuf};
 

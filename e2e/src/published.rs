@@ -1,14 +1,16 @@
-//! The image facts ConfigMaps `os-placement facts sync` would publish for a
-//! registry's images, for tests through the e2e host: the platforms are
-//! gathered by the policy's own code (`os_placement_policy::facts`) over
-//! this host's OCI calls, and shaped by the core's ConfigMap builder, so
-//! `imageFacts: cluster` can be checked against `imageFacts: registry` on
-//! the same images.
+//! The ConfigMaps `os-placement facts sync` would publish for a cluster
+//! fixture and a registry's images, for tests through the e2e host: the
+//! platforms are gathered by the policy's own code
+//! (`os_placement_policy::facts`) over this host's OCI calls, and the whole
+//! is shaped by the core's builder, so `imageFacts: cluster` can be checked
+//! against `imageFacts: registry` on the same images, and the node facts
+//! against the Node list.
 
-use os_placement_core::{published, ImageSource, Needs};
+use os_placement_core::host_answers;
+use os_placement_core::{published, ImageFacts, ImageSource, Needs, SortedMap};
 use serde_json::Value;
 
-use crate::capabilities::ContextHost;
+use crate::capabilities::{Cluster, ContextHost};
 use crate::error::{Error, Result};
 use crate::host::HostCalls;
 use crate::http::http;
@@ -60,8 +62,8 @@ impl os_placement_policy::facts::Host for Through<'_> {
     }
 }
 
-/// The ConfigMaps publishing `images` in `namespace`, resolved through `host`'s registries.
-pub fn config_maps(host: &ContextHost, images: &[String], namespace: &str) -> Vec<Value> {
+/// The facts of `images`, resolved through `host`'s registries.
+pub fn image_facts(host: &ContextHost, images: &[String]) -> SortedMap<String, ImageFacts> {
     let needs = Needs {
         images: images.to_vec(),
         image_source: ImageSource::Registry,
@@ -69,5 +71,46 @@ pub fn config_maps(host: &ContextHost, images: &[String], namespace: &str) -> Ve
     };
     let facts = os_placement_policy::facts::gather(&needs, &Through(host));
     host.take_calls();
-    published::config_maps(&facts.images, namespace)
+    facts.images
+}
+
+/// The ConfigMaps the facts syncer publishes in `namespace` for `objects`
+/// (their Nodes and RuntimeClasses, all of the cluster's) and `images`.
+pub fn config_maps(
+    objects: &[Value],
+    images: &SortedMap<String, ImageFacts>,
+    namespace: &str,
+) -> Vec<Value> {
+    let of_kind = |kind: &'static str| {
+        objects
+            .iter()
+            .filter(move |o| o.get("kind").and_then(Value::as_str) == Some(kind))
+    };
+    let nodes: Vec<_> = of_kind("Node").map(host_answers::node).collect();
+    let runtime_classes: SortedMap<String, _> = of_kind("RuntimeClass")
+        .filter_map(|rc| {
+            let name = rc.pointer("/metadata/name")?.as_str()?.to_string();
+            Some((name, host_answers::runtime_class(rc)))
+        })
+        .collect();
+    published::config_maps(
+        &published::Sources {
+            nodes: Some(&nodes),
+            runtime_classes: Some(&runtime_classes),
+            images,
+            resolved_at: None,
+        },
+        namespace,
+    )
+}
+
+/// `cluster` as its facts syncer leaves it: with the ConfigMaps of
+/// [`config_maps`] for its objects and `images`.
+pub fn synced(
+    cluster: Cluster,
+    images: &SortedMap<String, ImageFacts>,
+    namespace: &str,
+) -> Cluster {
+    let maps = config_maps(cluster.objects(), images, namespace);
+    cluster.with_objects(maps)
 }

@@ -202,10 +202,17 @@ fn lands_on(doc: &DocumentResult) -> Vec<String> {
         .collect()
 }
 
-/// The lookups the page reports, against the calls the module made. With
-/// `imageFacts: cluster` the images are read from the published ConfigMaps
-/// of a namespace (one list); with `registry`, one OCI call per image.
-fn lookups_differ(label: &str, doc: &DocumentResult, host: &ContextHost) -> Option<String> {
+/// The lookups the page reports, against the calls the module made. The
+/// node facts, RuntimeClasses and (`imageFacts: cluster`) images are read
+/// from the published ConfigMaps of a namespace (one list); a RuntimeClass
+/// they lack (`published_classes` holds those the cluster has) by name; with
+/// `imageFacts: registry`, one OCI call per image.
+fn lookups_differ(
+    label: &str,
+    doc: &DocumentResult,
+    host: &ContextHost,
+    published_classes: &[String],
+) -> Option<String> {
     let mut made = Lookups::default();
     for call in host.calls() {
         let payload: Value = serde_json::from_str(&call.payload).unwrap_or(Value::Null);
@@ -215,7 +222,6 @@ fn lookups_differ(label: &str, doc: &DocumentResult, host: &ContextHost) -> Opti
                 .registry_images
                 .push(payload.as_str().unwrap_or_default().to_owned()),
             ("kubernetes", "get_resource") => made.runtime_classes.push(text("name")),
-            ("kubernetes", "list_resources_all") => made.nodes = true,
             ("kubernetes", "list_resources_by_namespace") if text("kind") == "ConfigMap" => {
                 made.published_in = Some(text("namespace"));
             }
@@ -226,18 +232,20 @@ fn lookups_differ(label: &str, doc: &DocumentResult, host: &ContextHost) -> Opti
     made.registry_images
         .retain(|image| seen.insert(image.clone()));
     let said = doc.lookups.as_ref().map(|needs| {
-        let wants_images = !needs.images.is_empty();
-        let (registry_images, published_in) = match &needs.image_source {
-            ImageSource::Registry => (needs.images.clone(), None),
-            ImageSource::Cluster { namespace } => {
-                (Vec::new(), wants_images.then(|| namespace.clone()))
-            }
+        let (registry_images, published_images) = match &needs.image_source {
+            ImageSource::Registry => (needs.images.clone(), false),
+            ImageSource::Cluster { .. } => (Vec::new(), !needs.images.is_empty()),
         };
+        let published = published_images || needs.nodes || !needs.runtime_classes.is_empty();
         Lookups {
             registry_images,
-            published_in,
-            runtime_classes: needs.runtime_classes.clone(),
-            nodes: needs.nodes,
+            published_in: published.then(|| needs.facts_namespace.clone()),
+            runtime_classes: needs
+                .runtime_classes
+                .iter()
+                .filter(|name| !published_classes.contains(name))
+                .cloned()
+                .collect(),
         }
     });
     (said.as_ref() != Some(&made))
@@ -248,10 +256,10 @@ fn lookups_differ(label: &str, doc: &DocumentResult, host: &ContextHost) -> Opti
 #[derive(Debug, Default, PartialEq)]
 struct Lookups {
     registry_images: Vec<String>,
-    /// The namespace whose image facts ConfigMaps are listed.
+    /// The namespace whose published facts ConfigMaps are listed.
     published_in: Option<String>,
+    /// RuntimeClasses read by name.
     runtime_classes: Vec<String>,
-    nodes: bool,
 }
 
 /// One case's texts, with the test's registry in place of the ones it names.
@@ -293,8 +301,8 @@ fn prepare(case: &FactsCase, host_name: &str) -> Texts {
 }
 
 /// The policy module's answer in a cluster holding the case's objects (and
-/// the pools as Nodes, and the image facts ConfigMaps the facts syncer
-/// would publish for the registry's images) and a registry holding its
+/// the pools as Nodes, and the ConfigMaps the facts syncer would publish
+/// for them and the registry's images) and a registry holding its
 /// images; the host, with the calls the module made.
 fn policy_answer(
     module: &PolicyModule,
@@ -311,11 +319,9 @@ fn policy_answer(
     }
     let images = published::catalog(registry.port()).unwrap();
     let resolver = ContextHost::new().with_registries(registries());
-    objects.extend(published::config_maps(
-        &resolver,
-        &images,
-        DEFAULT_FACTS_NAMESPACE,
-    ));
+    let images = published::image_facts(&resolver, &images);
+    let maps = published::config_maps(&objects, &images, DEFAULT_FACTS_NAMESPACE);
+    objects.extend(maps);
     let context = Arc::new(
         ContextHost::new()
             .with_registries(registries())
@@ -345,7 +351,13 @@ fn case_problems(module: &PolicyModule, case: &FactsCase, registry: &LocalRegist
     let doc = first_document(label, &inputs);
     let (policy, context) = policy_answer(module, case, &texts, registry);
     let mut problems = differences(label, &doc, &policy, &as_json(&texts.object), None);
-    problems.extend(lookups_differ(label, &doc, &context));
+    let published_classes: Vec<String> = objects_of(&texts.cluster)
+        .unwrap()
+        .iter()
+        .filter(|o| o["kind"] == "RuntimeClass")
+        .filter_map(|o| o["metadata"]["name"].as_str().map(str::to_owned))
+        .collect();
+    problems.extend(lookups_differ(label, &doc, &context, &published_classes));
     problems.extend(unmet(label, &case.expect, &doc));
     // Without the facts: what the case says, and not the same answer.
     let without = first_document(

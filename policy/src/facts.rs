@@ -7,14 +7,17 @@
 //!
 //! | namespace / operation | when | payload | answer read |
 //! |---|---|---|---|
-//! | `kubernetes` / `list_resources_by_namespace` | `imageFacts: cluster` (default): once per request that wants images (which ones: `imageLookup`, below) | `{"api_version":"v1","kind":"ConfigMap","namespace":N,"label_selector":"os-placement.kubewarden.io/image-facts=true","field_selector":null,"field_masks":["metadata.name","data"]}` (N: `imageFactsNamespace`) | a List of the ConfigMaps the facts syncer publishes; each `data["images.json"]` is a facts document (`os_placement_core::published`). policy-server serves it from its informer cache: no registry, and no API call once warm |
+//! | `kubernetes` / `list_resources_by_namespace` | once per request that needs published facts: the node inventory (`nodeInventory`, `windowsTaint: fromNodes`), a RuntimeClass the settings do not declare, or images with `imageFacts: cluster` (default; which images: `imageLookup`, below). A second call only when the images and node names it looks up fall in different shards | `{"api_version":"v1","kind":"ConfigMap","namespace":N,"label_selector":S,"field_selector":null,"field_masks":["metadata.name","metadata.labels","data.index"]}`; N is `imageFactsNamespace`; S is `os-placement.kubewarden.io/facts=cluster`, or `os-placement.kubewarden.io/facts in (cluster,shard-K)` for the shard K of the images and node names (`os_placement_core::published`) | the cluster ConfigMap (node classes, RuntimeClasses) and shard K's: a few kilobytes whatever the cluster's size. policy-server serves each selector from one reflector, at most 129 |
 //! | `oci` / `v1/oci_manifest` | `imageFacts: registry`: per distinct image reference of the pod (containers, init, ephemeral), `imageLookup: undecided` (default): only references the name rules leave undecided, and only while the pod's OS or (with `pinWindowsBuild`) its Windows build is still open; `always`: every image; `off`: never | the reference as a JSON string, e.g. `"registry.corp/app/billing:4.2"` | an image index (`manifests[].platform.{os, os.version, architecture}`; OCI or Docker manifest list) or an image manifest (has `config`, no `manifests`) |
 //! | `oci` / `v1/oci_manifest_config` | only after `v1/oci_manifest` answered an image manifest | the same JSON string | `{"manifest", "digest", "config"}`: `config.os`, `config["os.version"]`, `config.architecture` |
-//! | `kubernetes` / `get_resource` | once per `spec.runtimeClassName` not declared in settings `runtimeClasses` | `{"api_version":"node.k8s.io/v1","kind":"RuntimeClass","name":N,"namespace":null,"disable_cache":false,"field_masks":null}` | the RuntimeClass: `handler`, `scheduling.nodeSelector`, `scheduling.tolerations`. An error whose text contains `not found` (any case), `NotFound`, or policy-server's `Cannot find <apiVersion>/<Kind> named '<name>'` means the class does not exist |
-//! | `kubernetes` / `list_resources_all` | at most once per request, when `nodeInventory` is `warn`/`reject` or `windowsTaint: fromNodes` | `{"api_version":"v1","kind":"Node","label_selector":null,"field_selector":null,"field_masks":["metadata.name","metadata.labels","spec.taints","status.nodeInfo.operatingSystem","status.nodeInfo.architecture","status.nodeInfo.kernelVersion"]}` | a List `{"items":[Node...]}`: OS from `kubernetes.io/os` label else `nodeInfo.operatingSystem`; build from `node.kubernetes.io/windows-build` label else the first three parts of `nodeInfo.kernelVersion` |
+//! | `kubernetes` / `get_resource` | once per `spec.runtimeClassName` not declared in settings `runtimeClasses` and not in the published facts (none published, or created since) | `{"api_version":"node.k8s.io/v1","kind":"RuntimeClass","name":N,"namespace":null,"disable_cache":false,"field_masks":null}` | the RuntimeClass: `handler`, `scheduling.nodeSelector`, `scheduling.tolerations`. An error whose text contains `not found` (any case), `NotFound`, or policy-server's `Cannot find <apiVersion>/<Kind> named '<name>'` means the class does not exist |
 //!
-//! The answers are read by `os_placement_core::host_answers`, which the CLI
-//! and the playground use for their facts files too.
+//! Without published facts (no syncer, or not synced yet) the answer holds
+//! no cluster ConfigMap: images are not published yet, the node check is
+//! skipped (`nodeInventory: auto` says nothing; `warn`, `reject` and
+//! `fromNodes` warn, naming the syncer), and RuntimeClasses are read with
+//! `get_resource`. The Node list is never read: its answer grows with the
+//! cluster.
 //!
 //! Not asked for: images when the pod's own fields already conflict or fix
 //! the placement (a Linux selector; Windows with one build, HostProcess, or
@@ -25,17 +28,18 @@
 //! A host call that fails, or an answer that does not parse, never traps: it
 //! becomes a lookup failure in the facts, and the core falls back to the
 //! rules of the references and settings with a warning naming the image (or
-//! class, or Nodes) and the error (`lookupFailure: reject` makes an image
-//! lookup failure a rejection).
+//! class, or node facts) and the error (`lookupFailure: reject` makes an
+//! image lookup failure a rejection).
 
+use std::borrow::Cow;
 use std::fmt;
 
 use os_placement_core::host_answers::{self, AnswerProblem, ManifestAnswer};
-use os_placement_core::published::{self, IMAGE_FACTS_SELECTOR};
+use os_placement_core::published::{self, Found, PublishedMap, Wanted};
 use os_placement_core::SortedMap;
 use os_placement_core::{Facts, ImageSource, Needs};
 use os_placement_core::{ImageFacts, NodeFacts, Platform, RuntimeClassFacts};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Answers host calls; the module uses waPC, tests a fake.
@@ -111,32 +115,92 @@ impl Host for Wapc {
     }
 }
 
-/// Asks the host for everything `needs` lists: one call per image (two for
-/// a single image manifest), one per RuntimeClass, one Node list.
+/// Asks the host for everything `needs` lists: the published facts in one
+/// list (one per shard when the images and names span several), images
+/// from their registries when `imageFacts: registry` says so, and a
+/// RuntimeClass the published facts do not hold.
 pub fn gather(needs: &Needs, host: &dyn Host) -> Facts {
+    let published = wants_published(needs).then(|| read_published(needs, host));
     let images = if needs.images.is_empty() {
         SortedMap::new()
     } else {
-        match &needs.image_source {
-            ImageSource::Registry => needs
+        match (&needs.image_source, &published) {
+            (ImageSource::Registry, _) => needs
                 .images
                 .iter()
                 .map(|image| (image.clone(), image_facts(image, host)))
                 .collect(),
-            ImageSource::Cluster { namespace } => published_images(&needs.images, namespace, host),
+            (ImageSource::Cluster { .. }, Some(Ok(found))) => found.image_facts(&needs.images),
+            (ImageSource::Cluster { namespace }, Some(Err(e))) => {
+                let error = format!("the image facts of namespace {namespace} cannot be read: {e}");
+                each(&needs.images, ImageFacts::LookupFailed(error))
+            }
+            (ImageSource::Cluster { .. }, None) => each(&needs.images, ImageFacts::Unpublished),
         }
     };
+    let found = published.as_ref().and_then(|p| p.as_ref().ok());
     let runtime_classes = needs
         .runtime_classes
         .iter()
-        .map(|name| (name.clone(), runtime_class(name, host)))
+        .map(|name| {
+            let facts = found.and_then(|f| f.runtime_class(name));
+            (
+                name.clone(),
+                facts.unwrap_or_else(|| runtime_class(name, host)),
+            )
+        })
         .collect();
-    let nodes = needs.nodes.then(|| nodes(host, needs.node_labels));
+    let nodes = needs.nodes.then(|| match &published {
+        Some(Ok(found)) => found.node_facts(&needs.node_names, &not_published(needs)),
+        Some(Err(e)) => NodeFacts::LookupFailed(format!(
+            "the node facts of namespace {} cannot be read: {e}",
+            needs.facts_namespace
+        )),
+        None => NodeFacts::LookupFailed(not_published(needs)),
+    });
     Facts {
         images,
         runtime_classes,
         nodes,
     }
+}
+
+fn each(images: &[String], facts: ImageFacts) -> SortedMap<String, ImageFacts> {
+    images
+        .iter()
+        .map(|image| (image.clone(), facts.clone()))
+        .collect()
+}
+
+/// Why the node check has no facts to read.
+fn not_published(needs: &Needs) -> String {
+    format!(
+        "no node facts are published in namespace {} yet",
+        needs.facts_namespace
+    )
+}
+
+/// Whether the request reads the published facts at all.
+fn wants_published(needs: &Needs) -> bool {
+    needs.nodes
+        || !needs.runtime_classes.is_empty()
+        || (!needs.images.is_empty() && matches!(needs.image_source, ImageSource::Cluster { .. }))
+}
+
+/// The shards the request's images and node names fall in, in order.
+fn shards(needs: &Needs) -> Vec<u16> {
+    let images = match needs.image_source {
+        ImageSource::Cluster { .. } => needs.images.as_slice(),
+        ImageSource::Registry => &[],
+    };
+    let mut shards: Vec<u16> = images
+        .iter()
+        .chain(&needs.node_names)
+        .map(|text| published::shard_of(text))
+        .collect();
+    shards.sort_unstable();
+    shards.dedup();
+    shards
 }
 
 /// A `kubernetes` list request, written straight from its fields (no JSON tree).
@@ -162,49 +226,118 @@ struct GetRequest<'a> {
     field_masks: Option<&'a [&'a str]>,
 }
 
+fn call(
+    host: &dyn Host,
+    namespace: &str,
+    operation: &str,
+    payload: &impl Serialize,
+) -> Result<Vec<u8>, HostError> {
+    // The requests always serialise: their fields are strings and options.
+    let body = serde_json::to_vec(payload).unwrap_or_default();
+    host.call(namespace, operation, &body)
+}
+
 fn call_json(
     host: &dyn Host,
     namespace: &str,
     operation: &str,
     payload: &impl Serialize,
 ) -> Result<Value, LookupError> {
-    // The requests always serialise: their fields are strings and options.
-    let body = serde_json::to_vec(payload).unwrap_or_default();
-    let answer = host.call(namespace, operation, &body)?;
+    let answer = call(host, namespace, operation, payload)?;
     serde_json::from_slice(&answer).map_err(|error| LookupError::NotJson {
         call: format!("{namespace}/{operation}"),
         error,
     })
 }
 
-/// The fields of an image facts ConfigMap the policy reads (the host prunes the rest).
-pub const CONFIG_MAP_FIELD_MASKS: [&str; 2] = ["metadata.name", "data"];
+/// A ConfigMap list answer, read only as far as the published facts need:
+/// each item's name and `data.index`, everything else skipped.
+#[derive(Deserialize)]
+struct ListAnswer<'a> {
+    #[serde(borrow)]
+    items: Vec<Item<'a>>,
+}
 
-/// The wanted images' facts from the ConfigMaps the syncer publishes in
-/// `namespace`: one list, served from the policy server's informer cache.
-fn published_images(
-    wanted: &[String],
-    namespace: &str,
-    host: &dyn Host,
-) -> SortedMap<String, ImageFacts> {
-    let request = ListRequest {
-        api_version: "v1",
-        kind: "ConfigMap",
-        namespace: Some(namespace),
-        label_selector: Some(IMAGE_FACTS_SELECTOR),
-        field_selector: None,
-        field_masks: &CONFIG_MAP_FIELD_MASKS,
+#[derive(Deserialize)]
+struct Item<'a> {
+    #[serde(borrow, default)]
+    metadata: Metadata<'a>,
+    #[serde(borrow, default)]
+    data: Data<'a>,
+}
+
+#[derive(Deserialize, Default)]
+struct Metadata<'a> {
+    #[serde(borrow, default)]
+    name: Cow<'a, str>,
+}
+
+#[derive(Deserialize, Default)]
+struct Data<'a> {
+    #[serde(borrow, default)]
+    index: Option<Cow<'a, str>>,
+}
+
+/// The published facts the request wants: one list of the cluster
+/// ConfigMap and, per shard it needs, that shard's ConfigMaps.
+fn read_published(needs: &Needs, host: &dyn Host) -> Result<Found, LookupError> {
+    let shards = shards(needs);
+    let selectors: Vec<String> = if shards.is_empty() {
+        vec![published::selector(None)]
+    } else {
+        shards
+            .iter()
+            .map(|s| published::selector(Some(*s)))
+            .collect()
     };
-    match call_json(host, "kubernetes", "list_resources_by_namespace", &request) {
-        Ok(list) => published::wanted_images(&list, wanted),
-        Err(e) => {
-            let error = format!("the image facts of namespace {namespace} cannot be read: {e}");
-            wanted
-                .iter()
-                .map(|image| (image.clone(), ImageFacts::LookupFailed(error.clone())))
-                .collect()
-        }
+    let mut answers = Vec::with_capacity(selectors.len());
+    for selector in &selectors {
+        let request = ListRequest {
+            api_version: "v1",
+            kind: "ConfigMap",
+            namespace: Some(&needs.facts_namespace),
+            label_selector: Some(selector),
+            field_selector: None,
+            field_masks: &published::FIELD_MASKS,
+        };
+        answers.push(call(
+            host,
+            "kubernetes",
+            "list_resources_by_namespace",
+            &request,
+        )?);
     }
+    let mut lists = Vec::with_capacity(answers.len());
+    for answer in &answers {
+        let list: ListAnswer<'_> =
+            serde_json::from_slice(answer).map_err(|error| LookupError::NotJson {
+                call: "kubernetes/list_resources_by_namespace".to_string(),
+                error,
+            })?;
+        lists.push(list);
+    }
+    let cluster = published::cluster_config_map_name();
+    let cluster = cluster.as_str();
+    // Each answer holds the cluster ConfigMap: read it once.
+    let maps = lists.iter().enumerate().flat_map(|(n, list)| {
+        list.items
+            .iter()
+            .filter(move |item| n == 0 || item.metadata.name != cluster)
+    });
+    let wanted = Wanted {
+        images: match needs.image_source {
+            ImageSource::Cluster { .. } => &needs.images,
+            ImageSource::Registry => &[],
+        },
+        names: &needs.node_names,
+    };
+    Ok(published::read(
+        maps.map(|item| PublishedMap {
+            name: &item.metadata.name,
+            index: item.data.index.as_deref(),
+        }),
+        &wanted,
+    ))
 }
 
 fn image_facts(image: &str, host: &dyn Host) -> ImageFacts {
@@ -248,46 +381,6 @@ fn is_not_found(error: &str) -> bool {
     error.to_ascii_lowercase().contains("not found")
         || error.contains("NotFound")
         || (error.contains("Cannot find ") && error.contains(" named '"))
-}
-
-/// The fields of a Node the rules read (the host prunes the rest).
-pub const NODE_FIELD_MASKS: [&str; 6] = [
-    "metadata.name",
-    "metadata.labels",
-    "spec.taints",
-    "status.nodeInfo.operatingSystem",
-    "status.nodeInfo.architecture",
-    "status.nodeInfo.kernelVersion",
-];
-
-/// The fields that tell a Node's OS, build and architecture: all the
-/// automatic check reads, a few dozen bytes a node.
-pub const NODE_PLATFORM_MASKS: [&str; 4] = [
-    "metadata.name",
-    "status.nodeInfo.operatingSystem",
-    "status.nodeInfo.architecture",
-    "status.nodeInfo.kernelVersion",
-];
-
-fn nodes(host: &dyn Host, labels: bool) -> NodeFacts {
-    let masks: &[&str] = if labels {
-        &NODE_FIELD_MASKS
-    } else {
-        &NODE_PLATFORM_MASKS
-    };
-    let request = ListRequest {
-        api_version: "v1",
-        kind: "Node",
-        namespace: None,
-        label_selector: None,
-        field_selector: None,
-        field_masks: masks,
-    };
-    match call_json(host, "kubernetes", "list_resources_all", &request) {
-        Ok(list) => host_answers::node_list(&list)
-            .unwrap_or_else(|e| NodeFacts::LookupFailed(e.to_string())),
-        Err(e) => NodeFacts::LookupFailed(e.to_string()),
-    }
 }
 
 #[allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
@@ -353,52 +446,103 @@ mod tests {
         }
     }
 
-    fn config_map_request(namespace: &str) -> Value {
+    fn config_map_request(namespace: &str, selector: &str) -> Value {
         json!({"api_version": "v1", "kind": "ConfigMap", "namespace": namespace,
-            "label_selector": "os-placement.kubewarden.io/image-facts=true",
-            "field_selector": null, "field_masks": ["metadata.name", "data"]})
+            "label_selector": selector, "field_selector": null,
+            "field_masks": ["metadata.name", "metadata.labels", "data.index"]})
     }
 
-    #[test]
-    fn cluster_facts_are_one_config_map_list_for_every_image() {
-        let published = SortedMap::from([(
-            "corp/win:1".to_string(),
-            ImageFacts::Platforms(vec![Platform {
-                os: "windows".into(),
-                os_version: Some("10.0.17763.1".into()),
-                architecture: None,
-            }]),
-        )]);
-        let list = json!({"items": published::config_maps(&published, "facts")});
-        let host = Fake::default().answer(
-            "kubernetes/list_resources_by_namespace",
-            config_map_request("facts"),
-            Ok(list),
-        );
-        let needs = Needs {
-            images: vec!["corp/win:1".into(), "corp/new:1".into()],
+    /// A host serving `maps` as policy-server serves a label selector: the
+    /// ConfigMaps whose facts label the selector names, masked.
+    fn serving(mut fake: Fake, namespace: &str, maps: &[Value]) -> Fake {
+        let label = |cm: &Value| {
+            cm["metadata"]["labels"][published::FACTS_LABEL]
+                .as_str()
+                .unwrap()
+                .to_string()
+        };
+        let masked = |cm: &Value| {
+            json!({"metadata": cm["metadata"].clone(),
+                   "data": {"index": cm["data"]["index"].clone()}})
+        };
+        let mut selectors = vec![(published::selector(None), vec!["cluster".to_string()])];
+        for shard in 0..published::SHARDS {
+            let values = vec!["cluster".to_string(), format!("shard-{shard}")];
+            selectors.push((published::selector(Some(shard)), values));
+        }
+        for (selector, values) in selectors {
+            let items: Vec<Value> = maps
+                .iter()
+                .filter(|cm| values.contains(&label(cm)))
+                .map(masked)
+                .collect();
+            fake = fake.answer(
+                "kubernetes/list_resources_by_namespace",
+                config_map_request(namespace, &selector),
+                Ok(json!({"apiVersion": "v1", "kind": "ConfigMapList", "items": items})),
+            );
+        }
+        fake
+    }
+
+    fn windows(version: &str) -> ImageFacts {
+        ImageFacts::Platforms(vec![Platform {
+            os: "windows".into(),
+            os_version: Some(version.into()),
+            architecture: None,
+        }])
+    }
+
+    fn cluster_needs(images: &[&str]) -> Needs {
+        Needs {
+            images: images.iter().map(|s| s.to_string()).collect(),
             image_source: ImageSource::Cluster {
                 namespace: "facts".into(),
             },
+            facts_namespace: "facts".into(),
             ..Needs::default()
-        };
-        let facts = gather(&needs, &host);
-        assert_eq!(
-            *facts.images.get("corp/win:1").unwrap(),
-            *published.get("corp/win:1").unwrap()
+        }
+    }
+
+    #[test]
+    fn cluster_facts_are_one_config_map_list_for_the_images_of_one_shard() {
+        let published = SortedMap::from([("corp/win:1".to_string(), windows("10.0.17763.1"))]);
+        let maps = published::config_maps(
+            &published::Sources {
+                images: &published,
+                ..published::Sources::default()
+            },
+            "facts",
         );
+        let host = serving(Fake::default(), "facts", &maps);
+        // Two images of one shard: one call.
+        let new = (0..)
+            .map(|i| format!("corp/new:{i}"))
+            .find(|image| published::shard_of(image) == published::shard_of("corp/win:1"))
+            .unwrap();
+        let facts = gather(&cluster_needs(&["corp/win:1", &new]), &host);
+        assert_eq!(facts.images.get("corp/win:1"), published.get("corp/win:1"));
+        assert_eq!(facts.images.get(&new), Some(&ImageFacts::Unpublished));
         assert_eq!(
-            *facts.images.get("corp/new:1").unwrap(),
-            ImageFacts::Unpublished
+            host.operations(),
+            ["kubernetes/list_resources_by_namespace"]
         );
-        // One call, and never a registry.
-        let calls = host.calls.borrow();
-        assert_eq!(calls.len(), 1);
-        assert_eq!(calls[0].0, "kubernetes/list_resources_by_namespace");
-        drop(calls);
+        let selector = host.calls.borrow()[0].1["label_selector"].clone();
+        assert_eq!(
+            selector,
+            published::selector(Some(published::shard_of("corp/win:1")))
+        );
+        // Negative: images of two shards take two calls, never a registry.
+        host.calls.borrow_mut().clear();
+        let other = (0..)
+            .map(|i| format!("corp/other:{i}"))
+            .find(|image| published::shard_of(image) != published::shard_of("corp/win:1"))
+            .unwrap();
+        gather(&cluster_needs(&["corp/win:1", &other]), &host);
+        assert_eq!(host.operations().len(), 2);
         // The list fails: each image is a failed lookup naming the namespace.
         let down = Fake::default();
-        let facts = gather(&needs, &down);
+        let facts = gather(&cluster_needs(&["corp/win:1"]), &down);
         assert!(
             matches!(facts.images.get("corp/win:1").unwrap(), ImageFacts::LookupFailed(e)
                 if e.starts_with("the image facts of namespace facts cannot be read")),
@@ -406,13 +550,7 @@ mod tests {
         );
         // No image wanted: no call.
         let idle = Fake::default();
-        gather(
-            &Needs {
-                image_source: needs.image_source.clone(),
-                ..Needs::default()
-            },
-            &idle,
-        );
+        gather(&cluster_needs(&[]), &idle);
         assert!(idle.calls.borrow().is_empty());
     }
 
@@ -526,62 +664,125 @@ mod tests {
         );
     }
 
-    #[test]
-    fn nodes_are_listed_with_masks_and_read_narrowly() {
-        let request = json!({"api_version": "v1", "kind": "Node", "label_selector": null,
-            "field_selector": null, "field_masks": NODE_FIELD_MASKS});
-        let list = json!({"items": [
-            {"metadata": {"name": "w1", "labels": {"kubernetes.io/os": "windows"}},
-             "spec": {"taints": [{"key": "os", "value": "windows", "effect": "NoSchedule"}]},
-             "status": {"nodeInfo": {"operatingSystem": "windows", "architecture": "amd64", "kernelVersion": "10.0.20348.2700"}}},
-            {"metadata": {"name": "l1", "labels": {"kubernetes.io/os": "linux"}},
-             "status": {"nodeInfo": {"operatingSystem": "linux", "kernelVersion": "6.1.0-1.2.3"}}}
-        ]});
-        let host = Fake::default().answer("kubernetes/list_resources_all", request, Ok(list));
-        let facts = gather(
-            &Needs {
-                nodes: true,
-                node_labels: true,
-                ..Needs::default()
-            },
-            &host,
-        );
-        let nodes = facts.listed_nodes().unwrap();
-        assert_eq!(nodes[0].windows_build.as_deref(), Some("10.0.20348"));
-        assert_eq!(nodes[0].taints[0].effect, "NoSchedule");
-        assert_eq!(nodes[1].windows_build, None);
-        let host = Fake::default();
-        let facts = gather(
-            &Needs {
-                nodes: true,
-                ..Needs::default()
-            },
-            &host,
-        );
-        assert!(matches!(facts.nodes, Some(NodeFacts::LookupFailed(_))));
+    fn node(name: &str, os: &str, build: Option<&str>) -> os_placement_core::Node {
+        let mut labels = os_placement_core::StringMap::new();
+        labels.insert("kubernetes.io/os".into(), os.into());
+        labels.insert("kubernetes.io/hostname".into(), name.into());
+        os_placement_core::Node {
+            name: name.into(),
+            os: Some(os.into()),
+            windows_build: build.map(str::to_string),
+            labels,
+            ..os_placement_core::Node::default()
+        }
     }
 
-    /// nodeInventory auto reads only what tells a node's OS, build and
-    /// architecture: `status.nodeInfo` (kubernetes core/v1 NodeSystemInfo;
-    /// a Windows node's kernelVersion is its build, e.g. 10.0.20348.2700).
     #[test]
-    fn the_automatic_check_lists_nodes_without_labels_or_taints() {
-        let request = json!({"api_version": "v1", "kind": "Node", "label_selector": null,
-            "field_selector": null, "field_masks": NODE_PLATFORM_MASKS});
-        let list = json!({"items": [
-            {"metadata": {"name": "w1"},
-             "status": {"nodeInfo": {"operatingSystem": "windows", "architecture": "amd64", "kernelVersion": "10.0.20348.2700"}}}
-        ]});
-        let host = Fake::default().answer("kubernetes/list_resources_all", request, Ok(list));
+    fn nodes_are_the_published_classes_and_the_named_nodes_are_looked_up() {
+        let nodes: Vec<_> = (0..50)
+            .map(|i| node(&format!("linux-{i}"), "linux", None))
+            .chain([node("win-1", "windows", Some("10.0.20348"))])
+            .collect();
+        let maps = published::config_maps(
+            &published::Sources {
+                nodes: Some(&nodes),
+                ..published::Sources::default()
+            },
+            "facts",
+        );
+        let host = serving(Fake::default(), "facts", &maps);
         let needs = Needs {
             nodes: true,
+            node_labels: true,
+            node_names: vec!["win-1".into()],
+            facts_namespace: "facts".into(),
             ..Needs::default()
         };
         let facts = gather(&needs, &host);
-        let nodes = facts.listed_nodes().unwrap();
-        assert!(nodes[0].is_windows());
-        assert_eq!(nodes[0].windows_build.as_deref(), Some("10.0.20348"));
-        assert_eq!(nodes[0].architecture.as_deref(), Some("amd64"));
+        let listed = facts.listed_nodes().unwrap();
+        let counts: Vec<(&str, u32)> = listed.iter().map(|n| (n.name.as_str(), n.count)).collect();
+        assert_eq!(counts, [("linux-0", 50), ("win-1", 1)]);
+        assert_eq!(listed[1].windows_build.as_deref(), Some("10.0.20348"));
+        // One call: the cluster and the shard of win-1.
+        let calls = host.calls.borrow();
+        assert_eq!(calls.len(), 1);
+        assert_eq!(
+            calls[0].1["label_selector"],
+            published::selector(Some(published::shard_of("win-1")))
+        );
+        drop(calls);
+        // Without names to look up, the cluster ConfigMap alone.
+        host.calls.borrow_mut().clear();
+        let facts = gather(
+            &Needs {
+                node_names: Vec::new(),
+                ..needs.clone()
+            },
+            &host,
+        );
+        assert_eq!(facts.listed_nodes().unwrap().len(), 2);
+        assert_eq!(
+            host.calls.borrow()[0].1["label_selector"],
+            published::selector(None)
+        );
+    }
+
+    /// Without the syncer the answer holds no cluster ConfigMap: the node
+    /// check has no facts, and says so, and a RuntimeClass is read from the
+    /// cluster; the Node list is never read.
+    #[test]
+    fn without_published_facts_the_node_list_is_not_read() {
+        let host = serving(Fake::default(), "facts", &[]);
+        let rc = json!({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "handler": "runhcs-wcow-process"});
+        let host = host.answer(
+            "kubernetes/get_resource",
+            json!({"api_version": "node.k8s.io/v1", "kind": "RuntimeClass", "name": "win",
+                   "namespace": null, "disable_cache": false, "field_masks": null}),
+            Ok(rc),
+        );
+        let needs = Needs {
+            nodes: true,
+            runtime_classes: vec!["win".into()],
+            facts_namespace: "facts".into(),
+            ..Needs::default()
+        };
+        let facts = gather(&needs, &host);
+        assert!(
+            matches!(&facts.nodes, Some(NodeFacts::LookupFailed(e)) if e.contains("no node facts are published in namespace facts")),
+            "{facts:?}"
+        );
+        assert!(matches!(
+            facts.runtime_classes.get("win"),
+            Some(RuntimeClassFacts::Found(_))
+        ));
+        assert_eq!(
+            host.operations(),
+            [
+                "kubernetes/list_resources_by_namespace",
+                "kubernetes/get_resource"
+            ]
+        );
+        // Negative: published RuntimeClasses answer without a second call.
+        let class: os_placement_core::ClusterRuntimeClass =
+            serde_json::from_value(json!({"handler": "runhcs-wcow-process"})).unwrap();
+        let classes = SortedMap::from([("win".to_string(), class)]);
+        let maps = published::config_maps(
+            &published::Sources {
+                runtime_classes: Some(&classes),
+                ..published::Sources::default()
+            },
+            "facts",
+        );
+        let host = serving(Fake::default(), "facts", &maps);
+        let facts = gather(&needs, &host);
+        assert!(matches!(
+            facts.runtime_classes.get("win"),
+            Some(RuntimeClassFacts::Found(_))
+        ));
+        assert_eq!(
+            host.operations(),
+            ["kubernetes/list_resources_by_namespace"]
+        );
     }
 
     #[test]
@@ -592,27 +793,39 @@ mod tests {
             "object": {"kind": "Pod", "spec": {"containers": [{"name": "c", "image": "registry.corp.example/a:1"}]}}}});
         let response = crate::respond_with(&serde_json::to_vec(&payload).unwrap(), &host);
         assert!(response.accepted);
-        // Only the Node list of nodeInventory auto: no image lookup.
-        assert_eq!(host.operations(), ["kubernetes/list_resources_all"]);
+        // Only the node facts of nodeInventory auto: no image lookup.
+        assert_eq!(
+            host.operations(),
+            ["kubernetes/list_resources_by_namespace"]
+        );
         let off = json!({"settings": {"imageLookup": "off", "nodeInventory": "off"},
             "request": payload["request"]});
         crate::respond_with(&serde_json::to_vec(&off).unwrap(), &host);
-        assert_eq!(host.operations(), ["kubernetes/list_resources_all"]);
+        assert_eq!(
+            host.operations(),
+            ["kubernetes/list_resources_by_namespace"]
+        );
         // Negative: with the default undecided, the one image is asked for
-        // once: from the published facts (the default), or from its registry.
+        // once: with the node facts in one call (the default), or from its registry.
         let pod = json!({"operation": "CREATE", "kind": {"kind": "Pod"},
             "object": {"kind": "Pod", "spec": {"containers": [
                 {"name": "c", "image": "registry.corp.example/a:1"},
                 {"name": "d", "image": "registry.corp.example/a:1"}]}}});
-        for (settings, lookup) in [
-            (json!({}), "kubernetes/list_resources_by_namespace"),
-            (json!({"imageFacts": "registry"}), "oci/v1/oci_manifest"),
+        for (settings, lookups) in [
+            (json!({}), &["kubernetes/list_resources_by_namespace"][..]),
+            (
+                json!({"imageFacts": "registry"}),
+                &[
+                    "kubernetes/list_resources_by_namespace",
+                    "oci/v1/oci_manifest",
+                ][..],
+            ),
         ] {
             host.calls.borrow_mut().clear();
             let payload = json!({"settings": settings, "request": pod});
             let response = crate::respond_with(&serde_json::to_vec(&payload).unwrap(), &host);
             assert!(response.accepted);
-            assert_eq!(host.operations(), [lookup, "kubernetes/list_resources_all"]);
+            assert_eq!(host.operations(), lookups);
             assert!(response.warnings.unwrap()[0].contains("registry.corp.example/a:1"));
         }
     }

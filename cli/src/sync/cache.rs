@@ -63,6 +63,11 @@ impl Cache {
             .collect()
     }
 
+    /// Whether any image in use is unknown or has expired by now.
+    pub fn expired(&self, images: &BTreeSet<String>) -> bool {
+        !self.to_resolve(images, SystemTime::now()).is_empty()
+    }
+
     /// Keeps what was just resolved, as of `now`.
     pub fn record(&mut self, resolved: Vec<(String, ImageFacts)>, now: SystemTime) {
         let at = epoch_seconds(now);

@@ -1,33 +1,49 @@
-//! The Kubernetes side of `facts sync`: the images the cluster's Pods and
-//! workload templates use (every kind the policy places, read by the core's
-//! pod view), and the image facts ConfigMaps of one namespace, read back and
-//! written with create, replace and delete.
+//! The published side of `facts sync`: the ConfigMaps of one namespace,
+//! read back once at start (what an earlier run resolved, and when) and
+//! then written only where their content changes. The image facts
+//! ConfigMaps of earlier releases are read for their images and deleted.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
-use k8s_openapi::api::batch::v1::{CronJob, Job};
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, ReplicationController};
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, PostParams};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::Client;
 use os_placement_core::published::{self, IMAGE_FACTS_SELECTOR};
-use os_placement_core::{locate_pod_spec, ImageFacts, Kind, PodView, SortedMap};
-use serde_json::Value;
+use os_placement_core::{ImageFacts, SortedMap};
+use serde_json::{json, Value};
 
 use super::cache::Published;
 use crate::error::SyncError;
 
-/// The syncer's own data key beside the facts: when each image was resolved.
-pub const RESOLVED_AT_KEY: &str = "resolved-at.json";
+/// The earlier releases' key for resolution times.
+const LEGACY_RESOLVED_AT_KEY: &str = "resolved-at.json";
 
-/// Objects per list page.
-const PAGE: u32 = 500;
+/// A published ConfigMap as last read or written: its data and resource version.
+type Known = (Option<BTreeMap<String, String>>, Option<String>);
 
-/// A connection to the cluster and the namespace the facts live in.
+/// A connection to the cluster and the namespace the facts live in, with
+/// what is published there now.
 pub struct Cluster {
     client: Client,
     namespace: String,
+    /// Each published ConfigMap's data and resource version.
+    existing: BTreeMap<String, Known>,
+    /// ConfigMaps of the earlier format, deleted once the new ones are written.
+    legacy: BTreeSet<String>,
+}
+
+/// What one publish did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Written {
+    /// ConfigMaps created.
+    pub created: usize,
+    /// ConfigMaps replaced: their content changed.
+    pub replaced: usize,
+    /// ConfigMaps deleted: no longer needed, or of the earlier format.
+    pub deleted: usize,
+    /// ConfigMaps left as they were.
+    pub unchanged: usize,
 }
 
 fn api_error(action: impl Into<String>) -> impl FnOnce(kube::Error) -> SyncError {
@@ -38,23 +54,6 @@ fn api_error(action: impl Into<String>) -> impl FnOnce(kube::Error) -> SyncError
     }
 }
 
-/// The kinds whose pod specs carry images, with their API coordinates.
-fn workload_kinds() -> [(Kind, ApiResource); 8] {
-    [
-        (Kind::Pod, ApiResource::erase::<Pod>(&())),
-        (Kind::Deployment, ApiResource::erase::<Deployment>(&())),
-        (Kind::ReplicaSet, ApiResource::erase::<ReplicaSet>(&())),
-        (Kind::StatefulSet, ApiResource::erase::<StatefulSet>(&())),
-        (Kind::DaemonSet, ApiResource::erase::<DaemonSet>(&())),
-        (
-            Kind::ReplicationController,
-            ApiResource::erase::<ReplicationController>(&()),
-        ),
-        (Kind::Job, ApiResource::erase::<Job>(&())),
-        (Kind::CronJob, ApiResource::erase::<CronJob>(&())),
-    ]
-}
-
 impl Cluster {
     /// The in-cluster configuration, or KUBECONFIG's current context, with
     /// bounded API timeouts.
@@ -63,12 +62,20 @@ impl Cluster {
             .await
             .map_err(|e| SyncError::Config(e.to_string()))?;
         config.connect_timeout = Some(Duration::from_secs(10));
-        config.read_timeout = Some(Duration::from_secs(60));
+        // A watch is held open up to 290 s by the API server.
+        config.read_timeout = Some(Duration::from_secs(300));
         let client = Client::try_from(config).map_err(api_error("cannot build the client"))?;
         Ok(Cluster {
             client,
             namespace: namespace.to_string(),
+            existing: BTreeMap::new(),
+            legacy: BTreeSet::new(),
         })
+    }
+
+    /// The client, for the watches.
+    pub fn client(&self) -> Client {
+        self.client.clone()
     }
 
     /// The namespace the facts are published in.
@@ -76,181 +83,171 @@ impl Cluster {
         &self.namespace
     }
 
-    /// Every image reference of every Pod and workload template, in all
-    /// namespaces. A kind the syncer may not list is skipped with a message.
-    pub async fn images_in_use(&self) -> Result<BTreeSet<String>, SyncError> {
-        let mut images = BTreeSet::new();
-        for (kind, resource) in workload_kinds() {
-            let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
-            match list_all(&api).await {
-                Ok(objects) => {
-                    for object in objects {
-                        images.extend(images_of(&object, kind));
-                    }
-                }
-                Err(e @ kube::Error::Api(_)) => {
-                    eprintln!("os-placement facts sync: skipping {}: {e}", resource.plural)
-                }
-                Err(e) => return Err(api_error(format!("cannot list {}", resource.plural))(e)),
-            }
-        }
-        Ok(images)
+    fn api(&self) -> Api<ConfigMap> {
+        Api::namespaced(self.client.clone(), &self.namespace)
     }
 
-    /// The facts and times published so far (nothing when none are).
-    pub async fn published(&self) -> Result<Published, SyncError> {
+    /// Reads what is published, remembering it so that only changes are
+    /// written: the images resolved so far and when (nothing when none are).
+    pub async fn load(&mut self) -> Result<Published, SyncError> {
         let (mut facts, mut times) = (SortedMap::new(), BTreeMap::new());
-        for config_map in self.config_maps().await? {
-            let value = serde_json::to_value(&config_map).unwrap_or_default();
-            if let Ok(images) = published::config_map_images(&value) {
-                facts.extend(images);
-            }
-            let read = config_map
-                .data
-                .as_ref()
-                .and_then(|d| d.get(RESOLVED_AT_KEY));
-            if let Some(read) =
-                read.and_then(|text| serde_json::from_str::<BTreeMap<String, u64>>(text).ok())
-            {
-                times.extend(read);
-            }
+        let current = self.list(&published::all_selector()).await?;
+        let legacy = self.list(IMAGE_FACTS_SELECTOR).await?;
+        for config_map in current.iter().chain(&legacy) {
+            let (images, resolved) = images_in(config_map);
+            facts.extend(images);
+            times.extend(resolved);
         }
+        self.existing = current
+            .into_iter()
+            .filter_map(|cm| {
+                let name = cm.metadata.name?;
+                Some((name, (cm.data, cm.metadata.resource_version)))
+            })
+            .collect();
+        self.legacy = legacy
+            .into_iter()
+            .filter_map(|cm| cm.metadata.name)
+            .collect();
         Ok((facts, times))
     }
 
-    async fn config_maps(&self) -> Result<Vec<ConfigMap>, SyncError> {
-        let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), &self.namespace);
-        let params = ListParams::default().labels(IMAGE_FACTS_SELECTOR);
-        api.list(&params)
+    async fn list(&self, selector: &str) -> Result<Vec<ConfigMap>, SyncError> {
+        let params = ListParams::default().labels(selector);
+        self.api()
+            .list(&params)
             .await
-            .map(|list| list.items)
+            .map(|l| l.items)
             .map_err(api_error(format!(
-                "cannot list the image facts ConfigMaps of namespace {}",
+                "cannot list the ConfigMaps of namespace {} labelled {selector}",
                 self.namespace
             )))
     }
 
-    /// Writes the ConfigMaps for `facts`: new ones created, changed ones
-    /// replaced, surplus ones deleted. Returns how many there are.
-    pub async fn publish(
-        &self,
-        facts: &SortedMap<String, ImageFacts>,
-        times: &BTreeMap<String, u64>,
-    ) -> Result<usize, SyncError> {
-        let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), &self.namespace);
-        let existing: BTreeMap<String, ConfigMap> = self
-            .config_maps()
-            .await?
-            .into_iter()
-            .filter_map(|cm| Some((cm.metadata.name.clone()?, cm)))
-            .collect();
-        let wanted = desired(facts, times, &self.namespace)?;
-        for config_map in &wanted {
+    /// Writes `maps` (the core's ConfigMaps): new ones created, changed
+    /// ones replaced, the rest (and those of the earlier format) deleted.
+    pub async fn publish(&mut self, maps: &[Value]) -> Result<Written, SyncError> {
+        let mut written = Written::default();
+        let mut wanted = BTreeSet::new();
+        for map in maps {
+            let config_map: ConfigMap =
+                serde_json::from_value(map.clone()).map_err(|source| SyncError::ConfigMap {
+                    name: name_of(map),
+                    source,
+                })?;
             let name = config_map.metadata.name.clone().unwrap_or_default();
-            self.write(&api, &name, config_map, existing.get(&name))
-                .await?;
+            wanted.insert(name.clone());
+            match self.existing.get(&name) {
+                Some((data, _)) if *data == config_map.data => written.unchanged += 1,
+                Some((_, version)) => {
+                    let version = version.clone();
+                    self.replace(&name, config_map, version).await?;
+                    written.replaced += 1;
+                }
+                None => {
+                    self.create(&name, config_map).await?;
+                    written.created += 1;
+                }
+            }
         }
-        let kept: BTreeSet<Option<&String>> =
-            wanted.iter().map(|cm| cm.metadata.name.as_ref()).collect();
-        for name in existing.keys().filter(|name| !kept.contains(&Some(*name))) {
-            api.delete(name, &DeleteParams::default())
-                .await
-                .map_err(api_error(format!("cannot delete ConfigMap {name}")))?;
-        }
-        Ok(wanted.len())
-    }
-
-    async fn write(
-        &self,
-        api: &Api<ConfigMap>,
-        name: &str,
-        config_map: &ConfigMap,
-        existing: Option<&ConfigMap>,
-    ) -> Result<(), SyncError> {
-        let params = PostParams::default();
-        match existing {
-            None => api
-                .create(&params, config_map)
+        let surplus: Vec<String> = self
+            .existing
+            .keys()
+            .filter(|name| !wanted.contains(*name))
+            .cloned()
+            .chain(std::mem::take(&mut self.legacy))
+            .collect();
+        for name in surplus {
+            self.api()
+                .delete(&name, &DeleteParams::default())
                 .await
                 .map(drop)
-                .map_err(api_error(format!("cannot create ConfigMap {name}"))),
-            Some(old) if old.data == config_map.data => Ok(()),
-            Some(old) => {
-                let mut replacement = config_map.clone();
-                replacement.metadata.resource_version = old.metadata.resource_version.clone();
-                api.replace(name, &params, &replacement)
+                .or_else(ignore_not_found)
+                .map_err(api_error(format!("cannot delete ConfigMap {name}")))?;
+            self.existing.remove(&name);
+            written.deleted += 1;
+        }
+        Ok(written)
+    }
+
+    async fn create(&mut self, name: &str, config_map: ConfigMap) -> Result<(), SyncError> {
+        let created = self
+            .api()
+            .create(&PostParams::default(), &config_map)
+            .await
+            .map_err(api_error(format!("cannot create ConfigMap {name}")))?;
+        self.remember(name, created);
+        Ok(())
+    }
+
+    /// Replaces `name`; when another writer changed it since, reads it and
+    /// tries once more.
+    async fn replace(
+        &mut self,
+        name: &str,
+        mut config_map: ConfigMap,
+        version: Option<String>,
+    ) -> Result<(), SyncError> {
+        config_map.metadata.resource_version = version;
+        let params = PostParams::default();
+        let replaced = match self.api().replace(name, &params, &config_map).await {
+            Err(kube::Error::Api(status)) if status.code == 409 => {
+                let current = self
+                    .api()
+                    .get(name)
                     .await
-                    .map(drop)
-                    .map_err(api_error(format!("cannot replace ConfigMap {name}")))
+                    .map_err(api_error(format!("cannot read ConfigMap {name}")))?;
+                config_map.metadata.resource_version = current.metadata.resource_version;
+                self.api().replace(name, &params, &config_map).await
             }
-        }
+            other => other,
+        };
+        let replaced = replaced.map_err(api_error(format!("cannot replace ConfigMap {name}")))?;
+        self.remember(name, replaced);
+        Ok(())
+    }
+
+    fn remember(&mut self, name: &str, written: ConfigMap) {
+        self.existing.insert(
+            name.to_string(),
+            (written.data, written.metadata.resource_version),
+        );
     }
 }
 
-/// Every page of a list.
-async fn list_all(api: &Api<DynamicObject>) -> Result<Vec<DynamicObject>, kube::Error> {
-    let mut objects = Vec::new();
-    let mut params = ListParams::default().limit(PAGE);
-    loop {
-        let page = api.list(&params).await?;
-        objects.extend(page.items);
-        match page.metadata.continue_.filter(|token| !token.is_empty()) {
-            Some(token) => params = params.continue_token(&token),
-            None => return Ok(objects),
-        }
+fn ignore_not_found(error: kube::Error) -> Result<(), kube::Error> {
+    match error {
+        kube::Error::Api(status) if status.code == 404 => Ok(()),
+        other => Err(other),
     }
 }
 
-/// The image references of one object's pod spec, read as the policy reads them.
-fn images_of(object: &DynamicObject, kind: Kind) -> Vec<String> {
-    let Ok(value) = serde_json::to_value(object) else {
-        return Vec::new();
-    };
-    let Ok((spec, path)) = locate_pod_spec(&value, kind) else {
-        return Vec::new();
-    };
-    match PodView::read(spec, path) {
-        Ok(pod) => pod
-            .containers
-            .iter()
-            .filter_map(|c| c.image.map(str::to_string))
-            .collect(),
-        Err(_) => Vec::new(),
-    }
+fn name_of(map: &Value) -> String {
+    map.pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
 }
 
-/// The ConfigMaps the core builds for the facts, with the resolution times
-/// of each shard's images beside them.
-fn desired(
-    facts: &SortedMap<String, ImageFacts>,
-    times: &BTreeMap<String, u64>,
-    namespace: &str,
-) -> Result<Vec<ConfigMap>, SyncError> {
-    published::config_maps(facts, namespace)
-        .into_iter()
-        .map(|mut value| {
-            let name = value
-                .pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string();
-            let shard_times: BTreeMap<&String, &u64> = published::config_map_images(&value)
-                .map(|images| {
-                    images
-                        .keys()
-                        .filter_map(|image| times.get_key_value(image))
-                        .collect()
-                })
-                .unwrap_or_default();
-            if let Some(data) = value.get_mut("data").and_then(Value::as_object_mut) {
-                data.insert(
-                    RESOLVED_AT_KEY.to_string(),
-                    Value::String(serde_json::to_string(&shard_times).unwrap_or_default()),
-                );
-            }
-            serde_json::from_value(value).map_err(|source| SyncError::ConfigMap { name, source })
+/// The images a published ConfigMap keeps readable, and when each was resolved.
+fn images_in(config_map: &ConfigMap) -> (SortedMap<String, ImageFacts>, BTreeMap<String, u64>) {
+    let data = config_map.data.clone().unwrap_or_default();
+    let readable = data
+        .get(published::IMAGES_KEY)
+        .or_else(|| data.get(published::IMAGE_FACTS_KEY));
+    let images = readable
+        .and_then(|text| {
+            let map = json!({"metadata": {"name": config_map.metadata.name},
+                "data": {published::IMAGE_FACTS_KEY: text}});
+            published::config_map_images(&map).ok()
         })
-        .collect()
+        .unwrap_or_default();
+    let times = data
+        .get(published::RESOLVED_AT_KEY)
+        .or_else(|| data.get(LEGACY_RESOLVED_AT_KEY))
+        .and_then(|text| serde_json::from_str(text).ok())
+        .unwrap_or_default();
+    (images, times)
 }
 
 #[cfg(test)]
@@ -258,27 +255,9 @@ fn desired(
 mod tests {
     use super::*;
     use os_placement_core::Platform;
-    use serde_json::json;
 
     #[test]
-    fn images_come_from_every_container_list_of_the_pod_spec() {
-        let object: DynamicObject = serde_json::from_value(json!({
-            "apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "c", "namespace": "n"},
-            "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": {"spec": {
-                "initContainers": [{"name": "i", "image": "corp/init:1"}],
-                "containers": [{"name": "a", "image": "corp/app:1"}, {"name": "b"}]}}}}}
-        }))
-        .unwrap();
-        assert_eq!(
-            images_of(&object, Kind::CronJob),
-            ["corp/app:1", "corp/init:1"]
-        );
-        // Negative: the same object read as a Pod has no pod spec at spec.
-        assert!(images_of(&object, Kind::Deployment).is_empty());
-    }
-
-    #[test]
-    fn published_config_maps_carry_the_times_of_their_images() {
+    fn published_images_and_their_times_are_read_back_from_either_format() {
         let facts = SortedMap::from([(
             "corp/app:1".to_string(),
             ImageFacts::Platforms(vec![Platform {
@@ -287,15 +266,27 @@ mod tests {
                 architecture: None,
             }]),
         )]);
-        let times = BTreeMap::from([
-            ("corp/app:1".to_string(), 1_700_000_000),
-            ("gone:1".to_string(), 1),
-        ]);
-        let maps = desired(&facts, &times, "os-placement").unwrap();
-        assert_eq!(maps.len(), 1);
-        let data = maps[0].data.as_ref().unwrap();
-        assert_eq!(data[RESOLVED_AT_KEY], r#"{"corp/app:1":1700000000}"#);
-        let value = serde_json::to_value(&maps[0]).unwrap();
-        assert_eq!(published::config_map_images(&value).unwrap(), facts);
+        let times = BTreeMap::from([("corp/app:1".to_string(), 1_700_000_000)]);
+        let maps = published::config_maps(
+            &published::Sources {
+                images: &facts,
+                resolved_at: Some(&times),
+                ..published::Sources::default()
+            },
+            "os-placement",
+        );
+        let shard: ConfigMap = serde_json::from_value(maps[1].clone()).unwrap();
+        assert_eq!(images_in(&shard), (facts.clone(), times.clone()));
+        // The earlier format: images.json and resolved-at.json.
+        let legacy: ConfigMap = serde_json::from_value(json!({
+            "metadata": {"name": "os-placement-image-facts-0",
+                         "labels": {published::IMAGE_FACTS_LABEL: "true"}},
+            "data": {"images.json": r#"{"images":{"corp/app:1":{"platforms":[{"os":"linux"}]}}}"#,
+                     "resolved-at.json": r#"{"corp/app:1":1700000000}"#}}))
+        .unwrap();
+        assert_eq!(images_in(&legacy), (facts, times));
+        // Negative: the cluster ConfigMap holds no images.
+        let cluster: ConfigMap = serde_json::from_value(maps[0].clone()).unwrap();
+        assert!(images_in(&cluster).0.is_empty());
     }
 }

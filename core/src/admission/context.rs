@@ -33,8 +33,8 @@ pub fn lookup_warnings(pod: &PodView<'_>, settings: &Settings, facts: &Facts) ->
         notes.push(Diagnostic::new(
             Code::LookupFailed,
             pod.path.display(),
-            format!("the cluster's Nodes could not be read from the cluster ({}), so no node check was made and a taint read fromNodes is none", short(error)),
-            "list Node in the policy's contextAwareResources",
+            format!("no node check was made and no fromNodes taint read: the node facts could not be read ({})", short(error)),
+            "run the facts syncer (deploy/facts-sync.yaml), or apply the output of os-placement facts render",
         ));
     }
     notes

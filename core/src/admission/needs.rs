@@ -7,9 +7,11 @@ use crate::input::facts::{Facts, ImageSource, Needs};
 use crate::input::pod::PodView;
 use crate::input::review::{locate_pod_spec, Operation, Review};
 use crate::input::settings::{ImageFactsSource, ImageLookup, Settings};
+use crate::scheduling::requirement::NODE_NAME_FIELD;
 use crate::signals::architecture::Architectures;
 use crate::signals::resolve::{resolve_with, Resolution};
 use crate::vocab::kinds::Kind;
+use crate::vocab::labels::HOSTNAME_LABEL;
 
 /// The pod spec of a review's object as read while working out the lookups,
 /// kept so the decision does not read and resolve it again.
@@ -61,9 +63,13 @@ pub(crate) fn needs_reading<'a>(
     }
     needs.node_labels = settings.node_inventory.explicit() || settings.taints_from_nodes();
     needs.nodes = settings.node_inventory.reads_nodes() || needs.node_labels;
+    if needs.node_labels && settings.node_inventory.explicit() {
+        needs.node_names = selected_names(&pod);
+    }
     let (images, resolution) = images_to_look_up(&pod, settings);
     needs.images = images;
     needs.image_source = image_source(settings);
+    needs.facts_namespace = settings.image_facts_namespace.clone();
     (needs, Some(ReadPod { pod, resolution }))
 }
 
@@ -98,6 +104,40 @@ fn images_to_look_up(pod: &PodView<'_>, settings: &Settings) -> (Vec<String>, Op
         }
     }
     (images, resolution)
+}
+
+/// The most node names one request looks up: a pod naming more leaves the
+/// others unknown, so they can only keep the check from finding a gap.
+const MAX_NAMES: usize = 16;
+
+/// The node names and hostnames the pod's nodeSelector and required node
+/// affinity name (`kubernetes.io/hostname`, `matchFields` on
+/// `metadata.name`), in order, once each.
+fn selected_names(pod: &PodView<'_>) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    let mut add = |value: &String| {
+        if names.len() < MAX_NAMES && !names.contains(value) {
+            names.push(value.clone());
+        }
+    };
+    if let Some(hostname) = pod.node_selector.get(HOSTNAME_LABEL) {
+        add(hostname);
+    }
+    let terms = pod
+        .required_affinity
+        .iter()
+        .flat_map(|affinity| &affinity.node_selector_terms);
+    for term in terms {
+        let expressions = term.match_expressions.iter().flatten();
+        let fields = term.match_fields.iter().flatten();
+        for requirement in expressions
+            .filter(|e| e.key == HOSTNAME_LABEL)
+            .chain(fields.filter(|f| f.key == NODE_NAME_FIELD))
+        {
+            requirement.values.iter().flatten().for_each(&mut add);
+        }
+    }
+    names
 }
 
 /// Where the images' platforms are read, as `imageFacts` says.

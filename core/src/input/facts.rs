@@ -172,6 +172,15 @@ pub struct Needs {
     /// architecture (`status.nodeInfo`) are enough, a far smaller list.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub node_labels: bool,
+    /// Node names and hostnames the pod selects (`matchFields` on
+    /// `metadata.name`, the `kubernetes.io/hostname` label), looked up with
+    /// the node facts for the full check.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub node_names: Vec<String>,
+    /// Where the published facts live (`imageFactsNamespace`): the node
+    /// facts and RuntimeClasses are read there, whatever `image_source` says.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub facts_namespace: String,
 }
 
 impl Needs {

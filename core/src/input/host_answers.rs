@@ -187,6 +187,7 @@ pub fn node(item: &Value) -> Node {
         windows_build,
         taints: taints(item.pointer("/spec/taints")),
         labels,
+        ..Node::default()
     }
 }
 

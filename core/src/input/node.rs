@@ -11,11 +11,13 @@ use serde_json::Value;
 use crate::vocab::build::WindowsBuild;
 use crate::vocab::constraint::{Os, Placement};
 use crate::vocab::diagnostics::{Code, Diagnostic};
-use crate::vocab::labels::{ARCH_LABEL, BETA_OS_LABEL, OS_LABEL, WINDOWS_BUILD_LABEL};
+use crate::vocab::labels::{
+    ARCH_LABEL, BETA_OS_LABEL, HOSTNAME_LABEL, OS_LABEL, WINDOWS_BUILD_LABEL,
+};
 use crate::vocab::taint::{Taint, TAINT_EFFECTS};
 
 /// A node, reduced to what placement depends on.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Node {
     /// `metadata.name`; in the playground, the pool's name.
@@ -35,6 +37,55 @@ pub struct Node {
     /// `spec.taints`.
     #[serde(default)]
     pub taints: Vec<Taint>,
+    /// How many nodes this entry stands for: one listed node, or a class of
+    /// nodes alike in all of the above (the published node facts).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub count: u32,
+    /// Label keys whose values differ between the nodes of a class, so
+    /// this entry does not know them: a requirement on them may hold.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub varying: Vec<String>,
+    /// For the nodes of a class that were not looked up by name: the names
+    /// and hostnames the request looked up, none of which they carry. Their
+    /// own names are unknown, so `name` is only a class's example node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unnamed: Option<Vec<String>>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(count: &u32) -> bool {
+    *count == 1
+}
+
+impl Default for Node {
+    fn default() -> Node {
+        Node {
+            name: String::new(),
+            os: None,
+            windows_build: None,
+            architecture: None,
+            labels: StringMap::new(),
+            taints: Vec::new(),
+            count: 1,
+            varying: Vec::new(),
+            unnamed: None,
+        }
+    }
+}
+
+/// What an entry knows of a label, or of the node's name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LabelValue<'a> {
+    /// The value, or that the label is absent.
+    Known(Option<Cow<'a, str>>),
+    /// It differs between the nodes of the class: any value may be there.
+    Unknown,
+    /// A name or hostname of nodes not looked up: none of these values,
+    /// which the request looked up; any other may be there.
+    NoneOf(&'a [String]),
 }
 
 impl Node {
@@ -75,6 +126,38 @@ impl Node {
         }
     }
 
+    /// What this entry knows of label `key`: its value, unknown when it
+    /// varies within a class, or none of the looked-up values for the
+    /// hostname of nodes not looked up.
+    pub fn label_value(&self, key: &str) -> LabelValue<'_> {
+        if let Some(value) = self.labels.get(key) {
+            return LabelValue::Known(Some(Cow::Borrowed(value)));
+        }
+        if self.varying.iter().any(|k| k == key) {
+            return LabelValue::Unknown;
+        }
+        match self.unnamed.as_deref() {
+            Some(looked_up) if key == HOSTNAME_LABEL => LabelValue::NoneOf(looked_up),
+            _ => LabelValue::Known(self.label(key)),
+        }
+    }
+
+    /// What this entry knows of its nodes' `metadata.name`.
+    pub fn name_value(&self) -> LabelValue<'_> {
+        match self.unnamed.as_deref() {
+            Some(looked_up) => LabelValue::NoneOf(looked_up),
+            None => LabelValue::Known(Some(Cow::Borrowed(&self.name))),
+        }
+    }
+
+    /// The node's name, or a class's example node and how many are like it.
+    pub fn describe(&self) -> String {
+        match self.count {
+            0 | 1 if self.unnamed.is_none() => self.name.clone(),
+            count => format!("{} ({count} like it)", self.name),
+        }
+    }
+
     /// Whether the node's OS and build run containers that need `placement`.
     pub fn runs(&self, placement: &Placement) -> bool {
         if !self.is_windows() {
@@ -108,9 +191,9 @@ impl Node {
             name: name.into(),
             os: Some(os.label().to_string()),
             windows_build: build.map(|b| b.to_string()),
-            architecture: None,
             labels,
             taints,
+            ..Node::default()
         }
     }
 }

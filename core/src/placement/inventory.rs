@@ -216,10 +216,12 @@ fn join(set: &BuildSet) -> String {
         .join(" or ")
 }
 
+/// Up to three nodes by name (a class by its first node and how many are
+/// like it), then "…".
 fn names(nodes: &[&Node]) -> String {
-    let mut listed: Vec<&str> = nodes.iter().take(3).map(|n| n.name.as_str()).collect();
+    let mut listed: Vec<String> = nodes.iter().take(3).map(|n| n.describe()).collect();
     if nodes.len() > 3 {
-        listed.push("…");
+        listed.push("…".to_string());
     }
     listed.join(", ")
 }

@@ -8,7 +8,7 @@ use crate::vocab::ordered::StringMap;
 
 use k8s_openapi::api::core::v1::{NodeSelector, NodeSelectorRequirement, NodeSelectorTerm};
 
-use crate::input::node::Node;
+use crate::input::node::{LabelValue, Node};
 
 /// The one field `matchFields` may compare (core/v1 validation).
 pub const NODE_NAME_FIELD: &str = "metadata.name";
@@ -80,6 +80,23 @@ impl<'a> Requirement<'a> {
             Operator::Invalid => false,
         }
     }
+
+    /// Whether an entry that knows `value` may satisfy it: a known value as
+    /// [`matches`](Self::matches); an unknown one may hold anything; the
+    /// name or hostname of nodes not looked up holds none of the looked-up
+    /// values but may hold any other, so `In` fails only when the request
+    /// looked up every value it names.
+    pub fn may_match(&self, value: &LabelValue<'_>) -> bool {
+        match value {
+            LabelValue::Known(known) => self.matches(known.as_deref()),
+            LabelValue::Unknown => !matches!(self.operator, Operator::Invalid),
+            LabelValue::NoneOf(looked_up) => match self.operator {
+                Operator::In(values) => !values.iter().all(|v| looked_up.contains(v)),
+                Operator::Invalid => false,
+                _ => true,
+            },
+        }
+    }
 }
 
 /// Whether a node matches one required term: every label expression and
@@ -93,10 +110,10 @@ pub fn term_matches(term: &NodeSelectorTerm, node: &Node) -> bool {
     }
     expressions
         .iter()
-        .all(|e| Requirement::parse(e).matches(node.label(&e.key).as_deref()))
-        && fields
-            .iter()
-            .all(|f| f.key == NODE_NAME_FIELD && Requirement::parse(f).matches(Some(&node.name)))
+        .all(|e| Requirement::parse(e).may_match(&node.label_value(&e.key)))
+        && fields.iter().all(|f| {
+            f.key == NODE_NAME_FIELD && Requirement::parse(f).may_match(&node.name_value())
+        })
 }
 
 /// Whether a node matches required node affinity: any of its terms.
@@ -108,7 +125,9 @@ pub fn affinity_matches(required: &NodeSelector, node: &Node) -> bool {
 }
 
 /// The nodeSelector entries a node does not carry, with the node's value
-/// (`None`: no such label).
+/// (`None`: no such label, or a value the entry does not know). An entry
+/// that does not know a label misses it only when it knows the value is
+/// none of the wanted one.
 pub fn selector_misses<'s, 'n>(
     selector: &'s StringMap,
     node: &'n Node,
@@ -116,8 +135,12 @@ pub fn selector_misses<'s, 'n>(
     selector
         .iter()
         .filter_map(|(key, want)| {
-            let has = node.label(key);
-            (has.as_deref() != Some(want.as_str())).then_some((key.as_str(), want.as_str(), has))
+            let miss = match node.label_value(key) {
+                LabelValue::Known(has) => (has.as_deref() != Some(want.as_str())).then_some(has),
+                LabelValue::Unknown => None,
+                LabelValue::NoneOf(looked_up) => looked_up.contains(want).then_some(None),
+            };
+            miss.map(|has| (key.as_str(), want.as_str(), has))
         })
         .collect()
 }

@@ -2,7 +2,7 @@
 //! pod spec: one table, so a new kind is one row.
 
 /// A kind whose objects carry a pod spec the policy places.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Kind {
     /// `v1` Pod: the pod spec at `spec`.
     Pod,

@@ -11,6 +11,8 @@ pub const BETA_OS_LABEL: &str = "beta.kubernetes.io/os";
 pub const WINDOWS_BUILD_LABEL: &str = "node.kubernetes.io/windows-build";
 /// The node's CPU architecture, set by the kubelet (`amd64`, `arm64`, ...).
 pub const ARCH_LABEL: &str = "kubernetes.io/arch";
+/// The node's hostname, set by the kubelet: one value per node.
+pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
 /// The deprecated architecture label the kubelet still sets.
 pub const BETA_ARCH_LABEL: &str = "beta.kubernetes.io/arch";
 /// AKS node image family, e.g. `Windows2022`, `Ubuntu`.

@@ -139,7 +139,7 @@ impl<K, V> Default for SortedMap<K, V> {
 
 impl<K: Ord, V> SortedMap<K, V> {
     /// The empty map.
-    pub fn new() -> Self {
+    pub const fn new() -> Self {
         SortedMap(Vec::new())
     }
 

@@ -1,11 +1,13 @@
 //! A small Kubernetes API server on 127.0.0.1, since no real one runs in the
 //! tests: what policy-server's kube client and `os-placement facts sync` ask
 //! for, and nothing more. Discovery (`/api`, `/api/v1`, `/apis`,
-//! `/apis/<group>/<version>`), LIST (label selectors, one page) and WATCH
-//! (chunked JSON events from a resource version) of every kind in
-//! [`RESOURCES`], GET, POST, PUT and DELETE of one object. Every request is
-//! recorded, so a test can tell whether policy-server answered from its
-//! informer cache. A kubeconfig for it is written by [`FakeApi::kubeconfig`].
+//! `/apis/<group>/<version>`), LIST (label selectors, set-based ones too;
+//! pages of `limit` objects with a `continue` token) and WATCH (chunked JSON
+//! events from a resource version) of every kind in [`RESOURCES`], GET,
+//! POST, PUT and DELETE of one object. Every request is recorded with its
+//! label selector, so a test can tell whether policy-server answered from
+//! its informer cache and count what a client asked for. A kubeconfig for
+//! it is written by [`FakeApi::kubeconfig`].
 
 use std::net::TcpStream;
 use std::path::Path;
@@ -17,8 +19,8 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::http::{chunk, listen, read_request, respond, start_chunked, Request};
-use crate::capabilities::label_selector_matches;
 use crate::error::Error;
+use crate::selector;
 
 /// One kind the server serves.
 struct Resource {
@@ -72,6 +74,8 @@ pub struct Seen {
     pub path: String,
     /// `watch=true` was asked.
     pub watch: bool,
+    /// The label selector, if any.
+    pub label_selector: Option<String>,
 }
 
 #[derive(Default)]
@@ -328,6 +332,7 @@ fn serve(stream: &TcpStream, shared: &Shared) {
         method: request.method.clone(),
         path: request.path.clone(),
         watch,
+        label_selector: request.param("labelSelector").map(str::to_owned),
     });
     let (status, body) = match target(&request.path) {
         None => status(404, "NotFound", &format!("no route for {}", request.path)),
@@ -400,14 +405,26 @@ fn selected(
     namespace: Option<&str>,
     request: &Request,
 ) -> bool {
+    let labels = selector::parse(request.param("labelSelector"));
+    is_selected(object, resource, namespace, labels.as_ref().ok())
+}
+
+/// As [`selected`], with the request's label selector parsed once (`None`:
+/// one that does not parse, which selects nothing).
+fn is_selected(
+    object: &Value,
+    resource: &Resource,
+    namespace: Option<&str>,
+    labels: Option<&selector::Selector>,
+) -> bool {
     *at(object, &["kind"]) == resource.kind
         && *at(object, &["apiVersion"]) == resource.group_version
         && namespace.is_none_or(|ns| *at(object, &["metadata", "namespace"]) == ns)
-        && request
-            .param("labelSelector")
-            .is_none_or(|selector| label_selector_matches(selector, object).unwrap_or(false))
+        && labels.is_some_and(|labels| selector::labels_match(labels, object))
 }
 
+/// A page of the selected objects: `limit` of them from the offset the
+/// `continue` token holds, with the token of the next page when there is one.
 fn list(
     shared: &Shared,
     resource: &Resource,
@@ -415,16 +432,32 @@ fn list(
     request: &Request,
 ) -> (u16, Value) {
     let store = shared.lock();
-    let items: Vec<Value> = store
+    let from: usize = request
+        .param("continue")
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(0);
+    let limit: usize = request
+        .param("limit")
+        .and_then(|l| l.parse().ok())
+        .filter(|l| *l > 0)
+        .unwrap_or(usize::MAX);
+    let labels = selector::parse(request.param("labelSelector"));
+    let selected: Vec<&Value> = store
         .objects
         .iter()
-        .filter(|o| selected(o, resource, namespace, request))
-        .cloned()
+        .filter(|o| is_selected(o, resource, namespace, labels.as_ref().ok()))
         .collect();
+    let items: Vec<&Value> = selected.iter().skip(from).take(limit).copied().collect();
+    let next = from.saturating_add(limit);
+    let metadata = if next < selected.len() {
+        json!({"resourceVersion": store.version.to_string(), "continue": next.to_string()})
+    } else {
+        json!({"resourceVersion": store.version.to_string()})
+    };
     (
         200,
         json!({"kind": format!("{}List", resource.kind), "apiVersion": resource.group_version,
-               "metadata": {"resourceVersion": store.version.to_string()}, "items": items}),
+               "metadata": metadata, "items": items}),
     )
 }
 
@@ -450,18 +483,23 @@ fn watch_collection(
     if start_chunked(stream, "application/json").is_err() {
         return;
     }
+    let labels = selector::parse(request.param("labelSelector"));
     let started = Instant::now();
     while !shared.stop.load(Ordering::SeqCst) && started.elapsed() < limit {
         if shared.stalled.load(Ordering::SeqCst) {
             return hang(shared);
         }
         let store = shared.lock();
+        // Events are in version order: only those after `from` are read.
+        let start = store
+            .events
+            .partition_point(|(version, _, _)| *version <= from);
         let events: Vec<Value> = store
             .events
+            .get(start..)
+            .unwrap_or_default()
             .iter()
-            .filter(|(version, _, object)| {
-                *version > from && selected(object, resource, namespace, request)
-            })
+            .filter(|(_, _, object)| is_selected(object, resource, namespace, labels.as_ref().ok()))
             .map(|(_, kind, object)| json!({"type": kind, "object": object}))
             .collect();
         from = store.version;

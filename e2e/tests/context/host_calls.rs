@@ -138,11 +138,15 @@ fn pushed_platforms_come_back_through_the_oci_host_calls() {
 }
 
 /// The Windows builds and taints the Nodes of `cluster` report, read with
-/// the field masks the policy sends.
+/// field masks as a reader of Nodes sends them.
 fn inventory(cluster: &str) -> (BTreeSet<String>, BTreeSet<String>, usize) {
     let host = context(None, Some(cluster));
-    // The masks the policy itself sends.
-    let masks = os_placement_policy::facts::NODE_FIELD_MASKS;
+    let masks = [
+        "metadata.name",
+        "metadata.labels",
+        "spec.taints",
+        "status.nodeInfo.kernelVersion",
+    ];
     let list = call(
         &*host,
         "kubernetes",
@@ -182,6 +186,26 @@ fn inventory(cluster: &str) -> (BTreeSet<String>, BTreeSet<String>, usize) {
             }
         }
     }
+    // The published node facts say the same, in classes.
+    let published = call(
+        &*host,
+        "kubernetes",
+        "list_resources_by_namespace",
+        &json!({"api_version": "v1", "kind": "ConfigMap", "namespace": "os-placement",
+            "label_selector": os_placement_core::published::selector(None),
+            "field_selector": null, "field_masks": os_placement_core::published::FIELD_MASKS}),
+    )
+    .unwrap();
+    let index: Value =
+        serde_json::from_str(published["items"][0]["data"]["index"].as_str().unwrap()).unwrap();
+    let classes = index["classes"].as_array().unwrap();
+    let counted: u64 = classes.iter().map(|c| c["count"].as_u64().unwrap()).sum();
+    assert_eq!(counted, items.len() as u64);
+    let published_builds: BTreeSet<String> = classes
+        .iter()
+        .filter_map(|c| c["windowsBuild"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(published_builds, builds);
     (builds, taints, items.len())
 }
 

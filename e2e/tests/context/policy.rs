@@ -212,14 +212,11 @@ fn an_image_no_node_can_run_is_rejected_naming_the_node_builds() {
     for part in ["10.0.26100", "10.0.17763", "10.0.20348"] {
         assert!(message.contains(part), "{part} not in {message}");
     }
+    // The node facts and the image come in one call; the Node list is not read.
     let calls = host.take_calls();
-    assert_eq!(
-        calls
-            .iter()
-            .filter(|c| c.operation == "list_resources_all")
-            .count(),
-        1
-    );
+    let count = |operation: &str| calls.iter().filter(|c| c.operation == operation).count();
+    assert_eq!(count("list_resources_by_namespace"), 1);
+    assert_eq!(count("list_resources_all"), 0);
 
     // The same image where a node runs its build is placed there.
     let host = context(Some(&registry), Some("aks-untainted"));
@@ -291,8 +288,9 @@ fn a_runtime_class_only_in_the_cluster_places_the_pod() {
         return;
     };
     let host = context(Some(&registry), Some("eks-mixed"));
-    // windows-2022 is not in the settings: read from the cluster, it provides
-    // the selector, build and toleration, so nothing is added.
+    // windows-2022 is not in the settings: read from the cluster (its
+    // published facts), it provides the selector, build and toleration, so
+    // nothing is added.
     let object = pod(
         "ledger",
         &[&images.windows_multi.reference],
@@ -310,7 +308,27 @@ fn a_runtime_class_only_in_the_cluster_places_the_pod() {
     );
     // A missing build alone would also pass with a wrong OS selector added.
     assert!(!evaluation.patched(), "{:?}", evaluation.patch);
-    let gets: Vec<_> = host
+    // Published with the node facts: one Kubernetes call, no get_resource.
+    let calls = host.take_calls();
+    let operations: Vec<&str> = calls
+        .iter()
+        .filter(|c| c.namespace == "kubernetes")
+        .map(|c| c.operation.as_str())
+        .collect();
+    assert_eq!(operations, ["list_resources_by_namespace"]);
+
+    // Not published (a class created since the syncer last ran): read by name.
+    let unsynced = std::sync::Arc::new(
+        os_placement_e2e::capabilities::ContextHost::new()
+            .with_cluster(super::support::cluster("eks-mixed")),
+    );
+    let evaluation = evaluate(&unsynced, &object, &eks());
+    assert!(
+        evaluation.response.accepted,
+        "{}",
+        evaluation.response.message()
+    );
+    let gets: Vec<_> = unsynced
         .take_calls()
         .into_iter()
         .filter(|c| c.operation == "get_resource")

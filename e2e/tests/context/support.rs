@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use os_placement_core::DEFAULT_FACTS_NAMESPACE;
+use os_placement_core::{SortedMap, DEFAULT_FACTS_NAMESPACE};
 use os_placement_e2e::capabilities::{Cluster, ContextHost, Registries};
 use os_placement_e2e::images::{push_standard_images, StandardImages};
 use os_placement_e2e::published;
@@ -29,21 +29,26 @@ pub fn registries(registry: &LocalRegistry) -> Registries {
 }
 
 /// Host calls answered from `registry` (if any) and cluster `name` (if any).
-/// With a registry, the cluster also holds the image facts ConfigMaps the
-/// facts syncer would publish for every image in it, so `imageFacts:
-/// cluster` (the default) and `imageFacts: registry` both find them.
+/// The cluster also holds the ConfigMaps the facts syncer would publish for
+/// its Nodes and RuntimeClasses and, with a registry, for every image in
+/// it, so `imageFacts: cluster` (the default) and `imageFacts: registry`
+/// both find them.
 pub fn context(registry: Option<&LocalRegistry>, cluster_name: Option<&str>) -> Arc<ContextHost> {
     let mut host = ContextHost::new();
-    let mut objects = cluster_name.map(cluster);
+    let mut images = SortedMap::new();
     if let Some(registry) = registry {
-        let images = published::catalog(registry.port()).unwrap();
+        let catalog = published::catalog(registry.port()).unwrap();
         let resolver = ContextHost::new().with_registries(registries(registry));
-        let config_maps = published::config_maps(&resolver, &images, DEFAULT_FACTS_NAMESPACE);
-        objects = Some(objects.unwrap_or_default().with_objects(config_maps));
+        images = published::image_facts(&resolver, &catalog);
         host = host.with_registries(registries(registry));
     }
-    if let Some(cluster) = objects {
-        host = host.with_cluster(cluster);
+    let objects = match (cluster_name, registry) {
+        (Some(name), _) => Some(cluster(name)),
+        (None, Some(_)) => Some(Cluster::default()),
+        (None, None) => None,
+    };
+    if let Some(objects) = objects {
+        host = host.with_cluster(published::synced(objects, &images, DEFAULT_FACTS_NAMESPACE));
     }
     Arc::new(host)
 }

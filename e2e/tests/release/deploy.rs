@@ -142,9 +142,6 @@ fn the_policy_server_reads_what_the_policy_reads_and_nothing_more() {
     assert_eq!(
         grants(find(&objects, "ClusterRole", "os-placement-policy-server")),
         set(&[
-            "/nodes:get",
-            "/nodes:list",
-            "/nodes:watch",
             "node.k8s.io/runtimeclasses:get",
             "node.k8s.io/runtimeclasses:list",
             "node.k8s.io/runtimeclasses:watch"
@@ -171,26 +168,39 @@ fn the_policy_server_reads_what_the_policy_reads_and_nothing_more() {
         .iter()
         .map(|r| r["kind"].as_str().unwrap())
         .collect();
-    assert_eq!(kinds, ["RuntimeClass", "ConfigMap", "Node"]);
+    assert_eq!(kinds, ["RuntimeClass", "ConfigMap"]);
 }
 
-/// The syncer lists workloads, writes ConfigMaps only in the facts
-/// namespace, and publishes where the policy reads by default.
+/// The syncer lists and watches workloads, Nodes and RuntimeClasses, writes
+/// ConfigMaps only in the facts namespace, and publishes where the policy
+/// reads by default.
 #[test]
-fn the_facts_syncer_lists_workloads_and_writes_only_its_config_maps() {
+fn the_facts_syncer_watches_the_cluster_and_writes_only_its_config_maps() {
     let objects = deploy_objects("facts-sync.yaml");
     let namespace = os_placement_core::DEFAULT_FACTS_NAMESPACE;
     assert_eq!(
         grants(find(&objects, "ClusterRole", "os-placement-facts-sync")),
         set(&[
             "/pods:list",
+            "/pods:watch",
             "/replicationcontrollers:list",
+            "/replicationcontrollers:watch",
+            "/nodes:list",
+            "/nodes:watch",
             "apps/deployments:list",
+            "apps/deployments:watch",
             "apps/replicasets:list",
+            "apps/replicasets:watch",
             "apps/statefulsets:list",
+            "apps/statefulsets:watch",
             "apps/daemonsets:list",
+            "apps/daemonsets:watch",
             "batch/jobs:list",
-            "batch/cronjobs:list"
+            "batch/jobs:watch",
+            "batch/cronjobs:list",
+            "batch/cronjobs:watch",
+            "node.k8s.io/runtimeclasses:list",
+            "node.k8s.io/runtimeclasses:watch"
         ])
     );
     let role = find(&objects, "Role", "os-placement-facts-sync");

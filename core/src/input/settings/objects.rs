@@ -48,13 +48,13 @@ settings_object! {
         image_lookup: ImageLookup = ImageLookup::Undecided => "imageLookup";
         /// Where the platforms of the images imageLookup wants come from: cluster (the ConfigMaps the facts syncer publishes, read from the policy server's cache, so admission never waits on a registry) or registry (asked at admission time: a registry that hangs stalls admission).
         image_facts: ImageFactsSource = ImageFactsSource::Cluster => "imageFacts";
-        /// The namespace of the image facts ConfigMaps (imageFacts: cluster).
+        /// The namespace of the facts the facts syncer publishes: node classes, RuntimeClasses and image facts (imageFacts: cluster).
         image_facts_namespace: String = DEFAULT_FACTS_NAMESPACE.to_string() => "imageFactsNamespace";
         /// A failed image lookup: warn (fall back to the reference rules) or reject.
         lookup_failure: LookupFailure = LookupFailure::Warn => "lookupFailure";
-        /// Read the cluster's Nodes: auto warns about a pod no node runs (its OS, build or architecture) when the Nodes can be read and says nothing when they cannot; warn and reject also check selectors and taints after the patch and use the nodes' builds for placement; off reads nothing.
+        /// Check pods against the cluster's nodes, as the facts syncer publishes them: auto warns about a pod no node runs (its OS, build or architecture) and says nothing when no node facts are published; warn and reject also check selectors and taints after the patch, use the nodes' builds for placement, and warn when no node facts are published; off reads nothing.
         node_inventory: NodeInventory = NodeInventory::Auto => "nodeInventory";
-        /// The builds (10.0.N) the Windows nodes run, for build placement when the Nodes are not read.
+        /// The builds (10.0.N) the Windows nodes run, for build placement when no node facts are read.
         windows_builds: Vec<WindowsBuild> = Vec::new() => "windowsBuilds";
     }
 }

@@ -1,22 +1,17 @@
-//! Image facts published in the cluster: the ConfigMaps the facts syncer
-//! (`os-placement facts sync`) writes in one namespace and the policy reads
-//! with `kubernetes/list_resources_by_namespace`, which policy-server serves
-//! from its informer cache. Each ConfigMap carries the label
+//! The image facts ConfigMaps of earlier releases, which the doors still
+//! read (`--facts`, the playground): each carries the label
 //! [`IMAGE_FACTS_LABEL`]` = "true"` and one data key, [`IMAGE_FACTS_KEY`],
 //! whose text is a facts document in the core's own form:
 //! `{"images": {"<reference>": {"platforms": [...]} | {"lookupFailed": "..."}}}`.
-//! The same document is what `--facts` and the playground read, so
-//! `kubectl get configmaps -l <label> -o yaml` can be checked against as it is.
-//!
-//! Pure conversions: building the ConfigMaps from facts, and reading the
-//! facts a request wants back from them.
+//! The syncer of this release replaces them with the published facts of
+//! this module's parent, and deletes them.
 
 use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::input::facts::ImageFacts;
 use crate::vocab::ordered::SortedMap;
@@ -32,11 +27,6 @@ pub const IMAGE_FACTS_KEY: &str = "images.json";
 
 /// The names of the ConfigMaps: this prefix, `-`, the shard number.
 pub const CONFIG_MAP_PREFIX: &str = "os-placement-image-facts";
-
-/// The most facts text one ConfigMap carries: the API server refuses
-/// objects over 1 MiB (etcd's request limit); the rest is left for the
-/// syncer's per-image resolution times (shorter than the facts) and metadata.
-pub const SHARD_BYTES: usize = 480 * 1024;
 
 /// Why a ConfigMap's facts cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -257,64 +247,12 @@ fn each(wanted: &[String], facts: ImageFacts) -> SortedMap<String, ImageFacts> {
         .collect()
 }
 
-/// The ConfigMaps that publish `images` in `namespace`: references in
-/// order, each ConfigMap's facts text under [`SHARD_BYTES`], named
-/// `<CONFIG_MAP_PREFIX>-0`, `-1`, ... An image whose facts alone exceed a
-/// shard is published as a failed lookup saying so.
-pub fn config_maps(images: &SortedMap<String, ImageFacts>, namespace: &str) -> Vec<Value> {
-    let mut shards: Vec<SortedMap<&str, ImageFacts>> = vec![SortedMap::new()];
-    let mut used = 0;
-    for (image, facts) in images {
-        let mut facts = facts.clone();
-        let mut size = entry_size(image, &facts);
-        if size > SHARD_BYTES / 2 {
-            facts = ImageFacts::LookupFailed(format!(
-                "its index lists too many platforms ({size} bytes of facts)"
-            ));
-            size = entry_size(image, &facts);
-        }
-        if used + size > SHARD_BYTES && used > 0 {
-            shards.push(SortedMap::new());
-            used = 0;
-        }
-        used += size;
-        if let Some(shard) = shards.last_mut() {
-            shard.insert(image, facts);
-        }
-    }
-    shards
-        .iter()
-        .enumerate()
-        .map(|(number, shard)| config_map(number, shard, namespace))
-        .collect()
-}
-
-/// The bytes one image adds to a facts document.
-fn entry_size(image: &str, facts: &ImageFacts) -> usize {
-    let value = serde_json::to_string(facts).map_or(0, |text| text.len());
-    let key = serde_json::to_string(image).map_or(0, |text| text.len());
-    key + value + 2
-}
-
-fn config_map(number: usize, images: &SortedMap<&str, ImageFacts>, namespace: &str) -> Value {
-    let document = json!({ "images": images });
-    json!({
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {
-            "name": format!("{CONFIG_MAP_PREFIX}-{number}"),
-            "namespace": namespace,
-            "labels": { IMAGE_FACTS_LABEL: "true" },
-        },
-        "data": { IMAGE_FACTS_KEY: document.to_string() },
-    })
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
     use crate::input::facts::Platform;
+    use serde_json::json;
 
     fn windows(version: &str) -> ImageFacts {
         ImageFacts::Platforms(vec![Platform {
@@ -332,6 +270,21 @@ mod tests {
                 ImageFacts::LookupFailed("timeout".into()),
             ),
         ])
+    }
+
+    /// One ConfigMap of the earlier format, as its syncer wrote it.
+    fn config_maps(images: &SortedMap<String, ImageFacts>, namespace: &str) -> Vec<Value> {
+        let document = json!({ "images": images });
+        vec![json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": format!("{CONFIG_MAP_PREFIX}-0"),
+                "namespace": namespace,
+                "labels": { IMAGE_FACTS_LABEL: "true" },
+            },
+            "data": { IMAGE_FACTS_KEY: document.to_string() },
+        })]
     }
 
     fn list(items: Vec<Value>) -> Value {
@@ -355,52 +308,6 @@ mod tests {
             ImageFacts::LookupFailed("timeout".into())
         );
         assert_eq!(*found.get("corp/new:1").unwrap(), ImageFacts::Unpublished);
-    }
-
-    #[test]
-    fn shards_stay_under_the_object_limit_and_hold_every_image() {
-        let many: SortedMap<String, ImageFacts> = (0..12_000)
-            .map(|i| {
-                (
-                    format!("registry.example/team-{i}/app:1.{i}"),
-                    windows("10.0.17763.1"),
-                )
-            })
-            .collect();
-        let maps = config_maps(&many, "facts");
-        assert!(maps.len() > 1, "{} shards", maps.len());
-        let mut read = SortedMap::new();
-        for (number, map) in maps.iter().enumerate() {
-            let text = map["data"][IMAGE_FACTS_KEY].as_str().unwrap();
-            assert!(text.len() <= SHARD_BYTES, "shard {number}: {}", text.len());
-            assert_eq!(
-                map["metadata"]["name"],
-                format!("os-placement-image-facts-{number}")
-            );
-            read.extend(config_map_images(map).unwrap());
-        }
-        assert_eq!(read, many);
-    }
-
-    #[test]
-    fn an_image_too_big_for_a_shard_is_published_as_a_failed_lookup() {
-        let platforms = (0..40_000)
-            .map(|i| Platform {
-                os: "linux".into(),
-                os_version: Some(format!("{i}")),
-                architecture: Some("amd64".into()),
-            })
-            .collect();
-        let huge = SortedMap::from([("corp/huge:1".to_string(), ImageFacts::Platforms(platforms))]);
-        let maps = config_maps(&huge, "facts");
-        let read = config_map_images(&maps[0]).unwrap();
-        assert!(
-            matches!(read.get("corp/huge:1").unwrap(), ImageFacts::LookupFailed(e) if e.contains("too many platforms")),
-            "{read:?}"
-        );
-        // Negative: an ordinary image is published as it is.
-        let maps = config_maps(&images(), "facts");
-        assert_eq!(config_map_images(&maps[0]).unwrap(), images());
     }
 
     #[test]

@@ -1,0 +1,385 @@
+//! What the cluster holds, kept current by watches (kube-runtime watchers,
+//! with their backoff): the images of every Pod and workload template, the
+//! Nodes and the RuntimeClasses. Each kind is listed once, then watched, so
+//! a new workload or tag reaches the syncer within seconds and the API
+//! server is not listed again on a timer. Only what the facts need is
+//! kept: an object's images, a Node reduced as the core reads it.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use futures_util::StreamExt;
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::batch::v1::{CronJob, Job};
+use k8s_openapi::api::core::v1::{Node as KubeNode, Pod, ReplicationController};
+use k8s_openapi::api::node::v1::RuntimeClass;
+use kube::api::{Api, ApiResource, DynamicObject};
+use kube::runtime::watcher::{self, Event};
+use kube::runtime::WatchStreamExt;
+use kube::Client;
+use os_placement_core::{host_answers, locate_pod_spec, ClusterRuntimeClass, Kind, Node, PodView};
+use serde_json::Value;
+use tokio::sync::Notify;
+
+/// What a watched object contributes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Watched {
+    /// A kind with a pod spec: its images.
+    Workload(Kind),
+    /// A Node.
+    Node,
+    /// A RuntimeClass.
+    RuntimeClass,
+}
+
+impl Watched {
+    /// Every kind the syncer watches, with its API coordinates.
+    pub fn all() -> Vec<(Watched, ApiResource)> {
+        vec![
+            (Watched::Workload(Kind::Pod), ApiResource::erase::<Pod>(&())),
+            (
+                Watched::Workload(Kind::Deployment),
+                ApiResource::erase::<Deployment>(&()),
+            ),
+            (
+                Watched::Workload(Kind::ReplicaSet),
+                ApiResource::erase::<ReplicaSet>(&()),
+            ),
+            (
+                Watched::Workload(Kind::StatefulSet),
+                ApiResource::erase::<StatefulSet>(&()),
+            ),
+            (
+                Watched::Workload(Kind::DaemonSet),
+                ApiResource::erase::<DaemonSet>(&()),
+            ),
+            (
+                Watched::Workload(Kind::ReplicationController),
+                ApiResource::erase::<ReplicationController>(&()),
+            ),
+            (Watched::Workload(Kind::Job), ApiResource::erase::<Job>(&())),
+            (
+                Watched::Workload(Kind::CronJob),
+                ApiResource::erase::<CronJob>(&()),
+            ),
+            (Watched::Node, ApiResource::erase::<KubeNode>(&())),
+            (
+                Watched::RuntimeClass,
+                ApiResource::erase::<RuntimeClass>(&()),
+            ),
+        ]
+    }
+}
+
+/// One object's contribution.
+#[derive(Debug, Clone, PartialEq)]
+enum Entry {
+    Images(Vec<String>),
+    Node(Node),
+    RuntimeClass(ClusterRuntimeClass),
+}
+
+type ObjectKey = (Option<String>, String);
+
+/// Every watched object's contribution, by kind.
+#[derive(Debug, Default)]
+struct Objects {
+    current: HashMap<Watched, HashMap<ObjectKey, Entry>>,
+    /// Objects listed since the kind's watch (re)started, not yet complete.
+    listing: HashMap<Watched, HashMap<ObjectKey, Entry>>,
+    /// Kinds listed once at least, or given up (not allowed).
+    ready: BTreeSet<Watched>,
+    /// Kinds given up, and why.
+    skipped: BTreeMap<Watched, String>,
+    /// Bumped on every change.
+    version: u64,
+}
+
+/// What the facts are built from, at one moment.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Snapshot {
+    /// Every image in use.
+    pub images: BTreeSet<String>,
+    /// Every Node, by name.
+    pub nodes: Vec<Node>,
+    /// Every RuntimeClass, by name.
+    pub runtime_classes: os_placement_core::SortedMap<String, ClusterRuntimeClass>,
+    /// Whether every kind has been listed (or given up).
+    pub complete: bool,
+    /// The version of the inventory it was taken at.
+    pub version: u64,
+}
+
+/// The watched state, shared between the watchers and the publisher.
+#[derive(Debug, Default)]
+pub struct Inventory {
+    objects: Mutex<Objects>,
+    changed: Notify,
+}
+
+impl Inventory {
+    fn lock(&self) -> MutexGuard<'_, Objects> {
+        self.objects
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Waits until something changed since the last wait.
+    pub async fn changed(&self) {
+        self.changed.notified().await;
+    }
+
+    /// The kinds given up, and why.
+    pub fn skipped(&self) -> BTreeMap<Watched, String> {
+        self.lock().skipped.clone()
+    }
+
+    /// What the facts are built from now.
+    pub fn snapshot(&self) -> Snapshot {
+        let objects = self.lock();
+        let mut snapshot = Snapshot {
+            complete: objects.ready.len() == Watched::all().len(),
+            version: objects.version,
+            ..Snapshot::default()
+        };
+        let mut nodes: Vec<&Node> = Vec::new();
+        for entries in objects.current.values() {
+            for entry in entries.values() {
+                match entry {
+                    Entry::Images(images) => snapshot.images.extend(images.iter().cloned()),
+                    Entry::Node(node) => nodes.push(node),
+                    Entry::RuntimeClass(_) => {}
+                }
+            }
+        }
+        nodes.sort_by(|a, b| a.name.cmp(&b.name));
+        snapshot.nodes = nodes.into_iter().cloned().collect();
+        let mut classes: Vec<(String, ClusterRuntimeClass)> = objects
+            .current
+            .get(&Watched::RuntimeClass)
+            .into_iter()
+            .flatten()
+            .filter_map(|((_, name), entry)| match entry {
+                Entry::RuntimeClass(class) => Some((name.clone(), class.clone())),
+                _ => None,
+            })
+            .collect();
+        classes.sort_by(|a, b| a.0.cmp(&b.0));
+        snapshot.runtime_classes = classes.into_iter().collect();
+        snapshot
+    }
+
+    /// Applies one watch event of `kind`.
+    pub fn apply(&self, kind: Watched, event: Event<DynamicObject>) {
+        let mut objects = self.lock();
+        let changed = match event {
+            Event::Init => {
+                objects.listing.insert(kind, HashMap::new());
+                false
+            }
+            Event::InitApply(object) => {
+                let (key, entry) = read(kind, &object);
+                objects.listing.entry(kind).or_default().insert(key, entry);
+                false
+            }
+            Event::InitDone => {
+                let listed = objects.listing.remove(&kind).unwrap_or_default();
+                let before = objects.current.insert(kind, listed);
+                let first = objects.ready.insert(kind);
+                first || before.as_ref() != objects.current.get(&kind)
+            }
+            Event::Apply(object) => {
+                let (key, entry) = read(kind, &object);
+                let entries = objects.current.entry(kind).or_default();
+                entries.insert(key, entry.clone()) != Some(entry)
+            }
+            Event::Delete(object) => {
+                let (key, _) = read(kind, &object);
+                let entries = objects.current.entry(kind).or_default();
+                entries.remove(&key).is_some()
+            }
+        };
+        if changed {
+            objects.version += 1;
+            drop(objects);
+            self.changed.notify_one();
+        }
+    }
+
+    /// Gives `kind` up: the syncer may not read it.
+    pub fn skip(&self, kind: Watched, why: String) {
+        let mut objects = self.lock();
+        objects.skipped.insert(kind, why);
+        if objects.ready.insert(kind) {
+            objects.version += 1;
+            drop(objects);
+            self.changed.notify_one();
+        }
+    }
+}
+
+/// What one object contributes.
+fn read(kind: Watched, object: &DynamicObject) -> (ObjectKey, Entry) {
+    let key = (
+        object.metadata.namespace.clone(),
+        object.metadata.name.clone().unwrap_or_default(),
+    );
+    let value = serde_json::to_value(object).unwrap_or(Value::Null);
+    let entry = match kind {
+        Watched::Workload(kind) => Entry::Images(images_of(&value, kind)),
+        Watched::Node => Entry::Node(host_answers::node(&value)),
+        Watched::RuntimeClass => Entry::RuntimeClass(host_answers::runtime_class(&value)),
+    };
+    (key, entry)
+}
+
+/// The image references of one object's pod spec, read as the policy reads them.
+pub fn images_of(object: &Value, kind: Kind) -> Vec<String> {
+    let Ok((spec, path)) = locate_pod_spec(object, kind) else {
+        return Vec::new();
+    };
+    match PodView::read(spec, path) {
+        Ok(pod) => pod
+            .containers
+            .iter()
+            .filter_map(|c| c.image.map(str::to_string))
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// Watches `kind` into `inventory` until the stream ends: a list, then a
+/// watch, restarted with kube-runtime's backoff after errors. A kind the
+/// syncer may not read (403, or not served: 404) is given up with a message.
+pub async fn watch(
+    client: Client,
+    kind: Watched,
+    resource: ApiResource,
+    inventory: Arc<Inventory>,
+) {
+    let api: Api<DynamicObject> = Api::all_with(client, &resource);
+    // The list is served from the API server's cache (resourceVersion=0).
+    let config = watcher::Config::default().any_semantic();
+    let mut events = watcher::watcher(api, config).default_backoff().boxed();
+    while let Some(event) = events.next().await {
+        match event {
+            Ok(event) => inventory.apply(kind, event),
+            Err(error) => {
+                if let Some(code) = refused(&error) {
+                    let why = format!("cannot watch {} ({code}): {error}", resource.plural);
+                    eprintln!(
+                        "os-placement facts sync: skipping {}: {error}",
+                        resource.plural
+                    );
+                    inventory.skip(kind, why);
+                    return;
+                }
+                eprintln!(
+                    "os-placement facts sync: watching {} failed, retrying: {error}",
+                    resource.plural
+                );
+            }
+        }
+    }
+}
+
+/// The HTTP status of an error that retrying does not mend.
+fn refused(error: &watcher::Error) -> Option<u16> {
+    let api = match error {
+        watcher::Error::InitialListFailed(kube::Error::Api(status))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(status)) => status,
+        _ => return None,
+    };
+    matches!(api.code, 403 | 404).then_some(api.code)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn object(value: Value) -> DynamicObject {
+        serde_json::from_value(value).unwrap()
+    }
+
+    fn deployment(name: &str, image: &str) -> DynamicObject {
+        object(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": "n"},
+            "spec": {"template": {"spec": {"containers": [{"name": "c", "image": image}]}}}}))
+    }
+
+    #[test]
+    fn images_come_from_every_container_list_of_the_pod_spec() {
+        let value = json!({
+            "apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "c", "namespace": "n"},
+            "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": {"spec": {
+                "initContainers": [{"name": "i", "image": "corp/init:1"}],
+                "containers": [{"name": "a", "image": "corp/app:1"}, {"name": "b"}]}}}}}
+        });
+        assert_eq!(
+            images_of(&value, Kind::CronJob),
+            ["corp/app:1", "corp/init:1"]
+        );
+        // Negative: the same object read as a Deployment has no pod spec there.
+        assert!(images_of(&value, Kind::Deployment).is_empty());
+    }
+
+    #[test]
+    fn events_keep_the_images_in_use_and_a_relist_replaces_them() {
+        let inventory = Inventory::default();
+        let kind = Watched::Workload(Kind::Deployment);
+        inventory.apply(kind, Event::Init);
+        inventory.apply(kind, Event::InitApply(deployment("a", "corp/a:1")));
+        // Nothing is complete, or published, before the list is.
+        assert!(inventory.snapshot().images.is_empty());
+        inventory.apply(kind, Event::InitDone);
+        assert_eq!(
+            inventory.snapshot().images,
+            BTreeSet::from(["corp/a:1".to_string()])
+        );
+        assert!(!inventory.snapshot().complete);
+        inventory.apply(kind, Event::Apply(deployment("a", "corp/a:2")));
+        inventory.apply(kind, Event::Apply(deployment("b", "corp/b:1")));
+        let version = inventory.snapshot().version;
+        // The same object again changes nothing.
+        inventory.apply(kind, Event::Apply(deployment("b", "corp/b:1")));
+        assert_eq!(inventory.snapshot().version, version);
+        assert_eq!(
+            inventory.snapshot().images,
+            BTreeSet::from(["corp/a:2".to_string(), "corp/b:1".to_string()])
+        );
+        inventory.apply(kind, Event::Delete(deployment("a", "corp/a:2")));
+        // A relist drops what it no longer lists.
+        inventory.apply(kind, Event::Init);
+        inventory.apply(kind, Event::InitApply(deployment("c", "corp/c:1")));
+        inventory.apply(kind, Event::InitDone);
+        assert_eq!(
+            inventory.snapshot().images,
+            BTreeSet::from(["corp/c:1".to_string()])
+        );
+    }
+
+    #[test]
+    fn the_inventory_is_complete_once_every_kind_is_listed_or_given_up() {
+        let inventory = Inventory::default();
+        for (kind, _) in Watched::all() {
+            assert!(!inventory.snapshot().complete);
+            if kind == Watched::RuntimeClass {
+                inventory.skip(kind, "forbidden".into());
+            } else {
+                inventory.apply(kind, Event::Init);
+                inventory.apply(kind, Event::InitDone);
+            }
+        }
+        assert!(inventory.snapshot().complete);
+        assert_eq!(inventory.skipped().len(), 1);
+        let node = object(
+            json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "w"},
+            "status": {"nodeInfo": {"operatingSystem": "windows", "kernelVersion": "10.0.20348.1"}}}),
+        );
+        inventory.apply(Watched::Node, Event::Apply(node));
+        let nodes = inventory.snapshot().nodes;
+        assert_eq!(nodes[0].windows_build.as_deref(), Some("10.0.20348"));
+    }
+}

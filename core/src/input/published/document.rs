@@ -1,0 +1,362 @@
+//! The two documents of the published facts, version 1: what the `index`
+//! key of each ConfigMap holds.
+//!
+//! The cluster document (`"kind": "cluster"`):
+//!
+//! ```json
+//! {"version": 1, "kind": "cluster", "shards": 128, "nodes": 10000,
+//!  "hostnamesAreNames": true,
+//!  "classes": [{"id": "k3Jd9a0Qz1cA", "count": 2833, "name": "ip-10-0-0-1...",
+//!               "os": "linux", "architecture": "amd64", "labels": {...},
+//!               "taints": [...], "varying": ["kubernetes.io/hostname"]}],
+//!  "runtimeClasses": {"windows-2022": {"handler": "...", "scheduling": {...}}}}
+//! ```
+//!
+//! `nodes` and `classes` are absent when no node facts were published,
+//! `runtimeClasses` when no RuntimeClasses were.
+//!
+//! A shard document (`"kind": "shard"`) holds the images and node names
+//! whose key falls in its shard:
+//!
+//! ```json
+//! {"version": 1, "kind": "shard", "shards": 128, "shard": 17, "part": 0,
+//!  "values": [["linux/amd64", "linux/arm64"], {"lookupFailed": "..."}],
+//!  "images": "<key><code><key><code>...", "names": "<key><class><flag>..."}
+//! ```
+//!
+//! `images` is a run of 14-character records sorted by key: a 12-character
+//! key ([`Key`]) and a 2-character code, the index of its entry in `values`
+//! in base64url. A value is an image's platforms, each written as
+//! containerd's `platforms.FormatAll` writes it (`os(osVersion)/arch`), or
+//! the lookup failure the syncer met. `names` is a run of 25-character
+//! records sorted by key: the key of a node name, its class's id, and `s`
+//! when the node's hostname label is its name, else `n`. Records hold no
+//! character JSON escapes, so a reader finds one by binary search.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::ser::{SerializeMap, SerializeSeq, Serializer};
+use serde::{Deserialize, Serialize};
+
+use crate::input::facts::{ClusterRuntimeClass, ImageFacts, Platform};
+use crate::input::node::Node;
+use crate::input::published::key::{Key, KEY_CHARS};
+use crate::vocab::ordered::{SortedMap, StringMap};
+use crate::vocab::taint::Taint;
+
+/// The format version this crate writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Characters of an image record: key and value code.
+pub const IMAGE_RECORD: usize = KEY_CHARS + 2;
+
+/// Characters of a name record: key, class id and flag.
+pub const NAME_RECORD: usize = 2 * KEY_CHARS + 1;
+
+/// The most values one shard part holds: what a 2-character code counts.
+pub const MAX_VALUES: usize = 64 * 64;
+
+const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/// A published document, either kind; the fields of the other kind are empty.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Document<'a> {
+    /// [`FORMAT_VERSION`].
+    pub version: u32,
+    /// `cluster` or `shard`.
+    #[serde(borrow)]
+    pub kind: Cow<'a, str>,
+    /// How many shards the facts are spread over.
+    pub shards: u16,
+    /// Cluster: how many nodes there are; absent without node facts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<u32>,
+    /// Cluster: whether every node's hostname label is its name.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hostnames_are_names: bool,
+    /// Cluster: the node classes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<PublishedClass>,
+    /// Cluster: every RuntimeClass; absent when none were published.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_classes: Option<SortedMap<String, ClusterRuntimeClass>>,
+    /// Shard: its number.
+    #[serde(default)]
+    pub shard: u16,
+    /// Shard: which part of it, when it is too big for one ConfigMap.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub part: u16,
+    /// Shard: the distinct image facts its records point at.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<PublishedValue>,
+    /// Shard: the image records.
+    #[serde(default, borrow, skip_serializing_if = "str::is_empty")]
+    pub images: Cow<'a, str>,
+    /// Shard: the node name records.
+    #[serde(default, borrow, skip_serializing_if = "str::is_empty")]
+    pub names: Cow<'a, str>,
+}
+
+fn is_zero(n: &u16) -> bool {
+    *n == 0
+}
+
+/// A class as the cluster document writes it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PublishedClass {
+    /// Its id, which name records point at.
+    pub id: String,
+    /// How many nodes it has.
+    pub count: u32,
+    /// Its first node by name.
+    pub name: String,
+    /// `linux` or `windows`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub os: Option<String>,
+    /// `10.0.N`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub windows_build: Option<String>,
+    /// `amd64`, `arm64`, ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub architecture: Option<String>,
+    /// The labels its nodes share.
+    #[serde(default)]
+    pub labels: StringMap,
+    /// Their taints.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub taints: Vec<Taint>,
+    /// The label keys whose values differ between its nodes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub varying: Vec<String>,
+}
+
+impl PublishedClass {
+    /// The class of `node` (a class entry) under `id`.
+    pub fn of(id: &Key, node: &Node) -> PublishedClass {
+        PublishedClass {
+            id: id.to_string(),
+            count: node.count,
+            name: node.name.clone(),
+            os: node.os.clone(),
+            windows_build: node.windows_build.clone(),
+            architecture: node.architecture.clone(),
+            labels: node.labels.clone(),
+            taints: node.taints.clone(),
+            varying: node.varying.clone(),
+        }
+    }
+
+    /// The class as a node entry.
+    pub fn node(&self) -> Node {
+        Node {
+            name: self.name.clone(),
+            os: self.os.clone(),
+            windows_build: self.windows_build.clone(),
+            architecture: self.architecture.clone(),
+            labels: self.labels.clone(),
+            taints: self.taints.clone(),
+            count: self.count,
+            varying: self.varying.clone(),
+            unnamed: None,
+        }
+    }
+}
+
+/// One value of a shard: an image's platforms or its failed lookup.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PublishedValue(pub ImageFacts);
+
+impl Serialize for PublishedValue {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match &self.0 {
+            ImageFacts::Platforms(platforms) => {
+                let mut seq = serializer.serialize_seq(Some(platforms.len()))?;
+                for platform in platforms {
+                    seq.serialize_element(&format_platform(platform))?;
+                }
+                seq.end()
+            }
+            ImageFacts::LookupFailed(error) => {
+                let mut map = serializer.serialize_map(Some(1))?;
+                map.serialize_entry("lookupFailed", error)?;
+                map.end()
+            }
+            // Never published: an image not resolved has no record.
+            ImageFacts::Unpublished => serializer.serialize_unit(),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for PublishedValue {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ValueVisitor)
+    }
+}
+
+struct ValueVisitor;
+
+impl<'de> Visitor<'de> for ValueVisitor {
+    type Value = PublishedValue;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a list of platforms or {\"lookupFailed\": ...}")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut platforms = Vec::new();
+        while let Some(text) = seq.next_element::<Cow<'de, str>>()? {
+            platforms.push(parse_platform(&text));
+        }
+        Ok(PublishedValue(ImageFacts::Platforms(platforms)))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut error = None;
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            if key == "lookupFailed" {
+                error = Some(map.next_value::<String>()?);
+            } else {
+                map.next_value::<de::IgnoredAny>()?;
+            }
+        }
+        let error = error.ok_or_else(|| de::Error::missing_field("lookupFailed"))?;
+        Ok(PublishedValue(ImageFacts::LookupFailed(error)))
+    }
+}
+
+/// `os(osVersion)/architecture`, the parts it has (containerd
+/// `platforms.FormatAll`, without variants).
+pub fn format_platform(platform: &Platform) -> String {
+    let mut text = platform.os.clone();
+    if let Some(version) = &platform.os_version {
+        text.push('(');
+        text.push_str(version);
+        text.push(')');
+    }
+    if let Some(arch) = &platform.architecture {
+        text.push('/');
+        text.push_str(arch);
+    }
+    text
+}
+
+/// A platform written by [`format_platform`]; a variant after the
+/// architecture is dropped.
+pub fn parse_platform(text: &str) -> Platform {
+    let (os_part, arch) = match text.split_once('/') {
+        Some((os, rest)) => (os, Some(rest.split('/').next().unwrap_or(rest))),
+        None => (text, None),
+    };
+    let (os, version) = match os_part.split_once('(') {
+        Some((os, rest)) => (os, Some(rest.trim_end_matches(')'))),
+        None => (os_part, None),
+    };
+    Platform {
+        os: os.to_string(),
+        os_version: version.filter(|v| !v.is_empty()).map(str::to_string),
+        architecture: arch.filter(|a| !a.is_empty()).map(str::to_string),
+    }
+}
+
+/// The 2-character code of value `index`.
+pub fn value_code(index: usize) -> [u8; 2] {
+    let at = |i: usize| ALPHABET.get(i % 64).copied().unwrap_or(b'A');
+    [at(index / 64), at(index)]
+}
+
+/// The value index a code names.
+pub fn code_value(code: &[u8]) -> Option<usize> {
+    let index = |b: &u8| ALPHABET.iter().position(|a| a == b);
+    match code {
+        [high, low] => Some(index(high)? * 64 + index(low)?),
+        _ => None,
+    }
+}
+
+/// The record of `key` in a run of `width`-character records sorted by
+/// key, without the key.
+pub fn find_record<'r>(records: &'r str, key: &Key, width: usize) -> Option<&'r str> {
+    if width <= KEY_CHARS || !records.len().is_multiple_of(width) {
+        return None;
+    }
+    let wanted = key.as_str();
+    let (mut low, mut high) = (0, records.len() / width);
+    while low < high {
+        let middle = low + (high - low) / 2;
+        let record = records.get(middle * width..(middle + 1) * width)?;
+        let (found, rest) = record.split_at_checked(KEY_CHARS)?;
+        match found.cmp(wanted) {
+            std::cmp::Ordering::Equal => return Some(rest),
+            std::cmp::Ordering::Less => low = middle + 1,
+            std::cmp::Ordering::Greater => high = middle,
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn platforms_are_written_as_containerd_formats_them_and_read_back() {
+        // containerd/platforms FormatAll: "windows(10.0.17763.1)/amd64".
+        let windows = Platform {
+            os: "windows".into(),
+            os_version: Some("10.0.20348.2700".into()),
+            architecture: Some("amd64".into()),
+        };
+        assert_eq!(format_platform(&windows), "windows(10.0.20348.2700)/amd64");
+        assert_eq!(parse_platform("windows(10.0.20348.2700)/amd64"), windows);
+        let linux = parse_platform("linux/arm64/v8");
+        assert_eq!(linux.architecture.as_deref(), Some("arm64"));
+        assert_eq!(linux.os_version, None);
+        let bare = parse_platform("linux");
+        assert_eq!((bare.os.as_str(), bare.architecture), ("linux", None));
+    }
+
+    #[test]
+    fn values_read_back_and_codes_name_every_index() {
+        let value = PublishedValue(ImageFacts::Platforms(vec![parse_platform("linux/amd64")]));
+        let text = serde_json::to_string(&value).unwrap();
+        assert_eq!(text, r#"["linux/amd64"]"#);
+        assert_eq!(
+            serde_json::from_str::<PublishedValue>(&text).unwrap(),
+            value
+        );
+        let failed: PublishedValue =
+            serde_json::from_str(r#"{"lookupFailed": "timeout", "future": 1}"#).unwrap();
+        assert_eq!(failed.0, ImageFacts::LookupFailed("timeout".into()));
+        assert!(serde_json::from_str::<PublishedValue>(r#"{"other": 1}"#).is_err());
+        for index in [0, 1, 63, 64, 4095] {
+            assert_eq!(code_value(&value_code(index)), Some(index));
+        }
+        assert_eq!(code_value(b"A"), None);
+    }
+
+    #[test]
+    fn records_are_found_by_binary_search_and_only_whole() {
+        let mut keys: Vec<Key> = (0..50).map(|i| Key::of(&format!("img-{i}")).0).collect();
+        keys.sort();
+        let records: String = keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| format!("{k}{}", String::from_utf8_lossy(&value_code(i))))
+            .collect();
+        for (i, key) in keys.iter().enumerate() {
+            let rest = find_record(&records, key, IMAGE_RECORD).unwrap();
+            assert_eq!(code_value(rest.as_bytes()), Some(i));
+        }
+        assert_eq!(
+            find_record(&records, &Key::of("absent").0, IMAGE_RECORD),
+            None
+        );
+        // A cut run is not read.
+        assert_eq!(find_record(&records[1..], &keys[0], IMAGE_RECORD), None);
+    }
+}
