@@ -466,6 +466,36 @@ fn needs_names_undeclared_runtime_classes_and_the_inventory() {
     assert!(needs(&r, &declared).is_empty());
 }
 
+/// The full check (nodeInventory warn or reject) looks up the nodes a pod
+/// selects by name (`matchFields` on metadata.name, as the DaemonSet
+/// controller writes it) or hostname, once each and at most 16; the
+/// automatic check, which reads no selector, looks up none.
+#[test]
+fn needs_names_the_nodes_a_pod_selects_for_the_full_check() {
+    let terms = json!([
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["ip-1", "ip-2"]}]},
+        {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "NotIn", "values": ["ip-2", "ip-3"]},
+                              {"key": "zone", "operator": "In", "values": ["a"]}]}]);
+    let object = pod(json!({"nodeSelector": {"kubernetes.io/hostname": "ip-0"},
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}},
+        "containers": [{"name": "c", "image": WIN2022}]}));
+    let reject = eks_with(json!({"nodeInventory": "reject"}));
+    assert_eq!(
+        needs_of(&object, &reject).node_names,
+        ["ip-0", "ip-1", "ip-2", "ip-3"]
+    );
+    assert_eq!(needs_of(&object, &reject).facts_namespace, "os-placement");
+    // Negative: the automatic check looks up no name.
+    assert!(needs_of(&object, &eks()).node_names.is_empty());
+    let many: Vec<String> = (0..40).map(|i| format!("n-{i}")).collect();
+    let object = pod(
+        json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": many}]}]}}},
+        "containers": [{"name": "c", "image": WIN2022}]}),
+    );
+    assert_eq!(needs_of(&object, &reject).node_names.len(), 16);
+}
+
 // ---- RuntimeClasses from the cluster (RuntimeClass admission merge:
 // kubernetes plugin/pkg/admission/runtimeclass) ----
 

@@ -173,6 +173,8 @@ impl HostFacts {
             &Wanted {
                 images,
                 names: &needs.node_names,
+                runtime_classes: &needs.runtime_classes,
+                labels: needs.node_labels,
             },
         )
     }

@@ -4,3 +4,4 @@
 
 mod answers;
 mod metadata;
+mod published;

@@ -31,15 +31,14 @@
 //! class, or node facts) and the error (`lookupFailure: reject` makes an
 //! image lookup failure a rejection).
 
-use std::borrow::Cow;
 use std::fmt;
 
 use os_placement_core::host_answers::{self, AnswerProblem, ManifestAnswer};
-use os_placement_core::published::{self, Found, PublishedMap, Wanted};
+use os_placement_core::published::{self, Found, Wanted};
 use os_placement_core::SortedMap;
 use os_placement_core::{Facts, ImageSource, Needs};
 use os_placement_core::{ImageFacts, NodeFacts, Platform, RuntimeClassFacts};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
 /// Answers host calls; the module uses waPC, tests a fake.
@@ -66,6 +65,8 @@ pub enum LookupError {
     },
     /// The answer is JSON but not what the capability promises.
     Answer(AnswerProblem),
+    /// A published facts list answer that cannot be read: why.
+    Published(String),
 }
 
 impl fmt::Display for LookupError {
@@ -76,6 +77,7 @@ impl fmt::Display for LookupError {
                 write!(f, "{call}: answer is not JSON: {error}")
             }
             LookupError::Answer(problem) => write!(f, "{problem}"),
+            LookupError::Published(problem) => f.write_str(problem),
         }
     }
 }
@@ -250,32 +252,21 @@ fn call_json(
     })
 }
 
-/// A ConfigMap list answer, read only as far as the published facts need:
-/// each item's name and `data.index`, everything else skipped.
-#[derive(Deserialize)]
-struct ListAnswer<'a> {
-    #[serde(borrow)]
-    items: Vec<Item<'a>>,
-}
-
-#[derive(Deserialize)]
-struct Item<'a> {
-    #[serde(borrow, default)]
-    metadata: Metadata<'a>,
-    #[serde(borrow, default)]
-    data: Data<'a>,
-}
-
-#[derive(Deserialize, Default)]
-struct Metadata<'a> {
-    #[serde(borrow, default)]
-    name: Cow<'a, str>,
-}
-
-#[derive(Deserialize, Default)]
-struct Data<'a> {
-    #[serde(borrow, default)]
-    index: Option<Cow<'a, str>>,
+/// One list of published ConfigMaps.
+fn list_config_maps(
+    host: &dyn Host,
+    namespace: &str,
+    selector: &str,
+) -> Result<Vec<u8>, HostError> {
+    let request = ListRequest {
+        api_version: "v1",
+        kind: "ConfigMap",
+        namespace: Some(namespace),
+        label_selector: Some(selector),
+        field_selector: None,
+        field_masks: &published::FIELD_MASKS,
+    };
+    call(host, "kubernetes", "list_resources_by_namespace", &request)
 }
 
 /// The published facts the request wants: one list of the cluster
@@ -291,53 +282,34 @@ fn read_published(needs: &Needs, host: &dyn Host) -> Result<Found, LookupError> 
             .collect()
     };
     let mut answers = Vec::with_capacity(selectors.len());
-    for selector in &selectors {
-        let request = ListRequest {
-            api_version: "v1",
-            kind: "ConfigMap",
-            namespace: Some(&needs.facts_namespace),
-            label_selector: Some(selector),
-            field_selector: None,
-            field_masks: &published::FIELD_MASKS,
-        };
-        answers.push(call(
-            host,
-            "kubernetes",
-            "list_resources_by_namespace",
-            &request,
-        )?);
+    for (selector, shard) in selectors.iter().zip(shards.iter().map(Some).chain([None])) {
+        match list_config_maps(host, &needs.facts_namespace, selector) {
+            Ok(answer) => answers.push(answer),
+            // A host that takes only equality selectors: the cluster and
+            // the shard apart.
+            Err(_) if shard.is_some() => {
+                answers.push(list_config_maps(
+                    host,
+                    &needs.facts_namespace,
+                    &published::selector(None),
+                )?);
+                let label = published::shard_label_value(shard.copied().unwrap_or_default());
+                let alone = format!("{}={label}", published::FACTS_LABEL);
+                answers.push(list_config_maps(host, &needs.facts_namespace, &alone)?);
+            }
+            Err(e) => return Err(e.into()),
+        }
     }
-    let mut lists = Vec::with_capacity(answers.len());
-    for answer in &answers {
-        let list: ListAnswer<'_> =
-            serde_json::from_slice(answer).map_err(|error| LookupError::NotJson {
-                call: "kubernetes/list_resources_by_namespace".to_string(),
-                error,
-            })?;
-        lists.push(list);
-    }
-    let cluster = published::cluster_config_map_name();
-    let cluster = cluster.as_str();
-    // Each answer holds the cluster ConfigMap: read it once.
-    let maps = lists.iter().enumerate().flat_map(|(n, list)| {
-        list.items
-            .iter()
-            .filter(move |item| n == 0 || item.metadata.name != cluster)
-    });
     let wanted = Wanted {
         images: match needs.image_source {
             ImageSource::Cluster { .. } => &needs.images,
             ImageSource::Registry => &[],
         },
         names: &needs.node_names,
+        runtime_classes: &needs.runtime_classes,
+        labels: needs.node_labels,
     };
-    Ok(published::read(
-        maps.map(|item| PublishedMap {
-            name: &item.metadata.name,
-            index: item.data.index.as_deref(),
-        }),
-        &wanted,
-    ))
+    published::read_answers(&answers, &wanted).map_err(LookupError::Published)
 }
 
 fn image_facts(image: &str, host: &dyn Host) -> ImageFacts {
@@ -727,6 +699,46 @@ mod tests {
         );
     }
 
+    /// A host that takes only equality selectors answers the set-based one
+    /// with an error: the cluster and the shard are then listed apart.
+    #[test]
+    fn a_host_without_set_based_selectors_is_asked_twice() {
+        let published = SortedMap::from([("corp/win:1".to_string(), windows("10.0.17763.1"))]);
+        let maps = published::config_maps(
+            &published::Sources {
+                images: &published,
+                ..published::Sources::default()
+            },
+            "facts",
+        );
+        let label = |cm: &Value| cm["metadata"]["labels"][published::FACTS_LABEL].clone();
+        let mut host = Fake::default();
+        for value in [
+            "cluster".to_string(),
+            published::shard_label_value(published::shard_of("corp/win:1")),
+        ] {
+            let items: Vec<Value> = maps
+                .iter()
+                .filter(|cm| label(cm) == value.as_str())
+                .cloned()
+                .collect();
+            host = host.answer(
+                "kubernetes/list_resources_by_namespace",
+                config_map_request("facts", &format!("{}={value}", published::FACTS_LABEL)),
+                Ok(json!({"items": items})),
+            );
+        }
+        let facts = gather(&cluster_needs(&["corp/win:1"]), &host);
+        assert_eq!(facts.images.get("corp/win:1"), published.get("corp/win:1"));
+        assert_eq!(host.operations().len(), 3);
+        // Negative: a host that answers nothing fails the lookup, naming the namespace.
+        let facts = gather(&cluster_needs(&["corp/win:1"]), &Fake::default());
+        assert!(matches!(
+            facts.images.get("corp/win:1"),
+            Some(ImageFacts::LookupFailed(e)) if e.contains("namespace facts")
+        ));
+    }
+
     /// Without the syncer the answer holds no cluster ConfigMap: the node
     /// check has no facts, and says so, and a RuntimeClass is read from the
     /// cluster; the Node list is never read.
@@ -806,13 +818,20 @@ mod tests {
             ["kubernetes/list_resources_by_namespace"]
         );
         // Negative: with the default undecided, the one image is asked for
-        // once: with the node facts in one call (the default), or from its registry.
+        // once: with the node facts (the default; this host fails the call,
+        // so the cluster alone is tried before giving up), or from its registry.
         let pod = json!({"operation": "CREATE", "kind": {"kind": "Pod"},
             "object": {"kind": "Pod", "spec": {"containers": [
                 {"name": "c", "image": "registry.corp.example/a:1"},
                 {"name": "d", "image": "registry.corp.example/a:1"}]}}});
         for (settings, lookups) in [
-            (json!({}), &["kubernetes/list_resources_by_namespace"][..]),
+            (
+                json!({}),
+                &[
+                    "kubernetes/list_resources_by_namespace",
+                    "kubernetes/list_resources_by_namespace",
+                ][..],
+            ),
             (
                 json!({"imageFacts": "registry"}),
                 &[

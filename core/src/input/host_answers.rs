@@ -132,7 +132,7 @@ fn scheduling(value: Option<&Value>) -> SchedulingFacts {
 }
 
 /// The string entries of a JSON object (labels, a node selector).
-fn string_map(value: Option<&Value>) -> StringMap {
+pub(crate) fn string_map(value: Option<&Value>) -> StringMap {
     let mut map = StringMap::new();
     for (key, value) in value.and_then(Value::as_object).into_iter().flatten() {
         if let Some(text) = value.as_str() {
@@ -191,7 +191,7 @@ pub fn node(item: &Value) -> Node {
     }
 }
 
-fn taints(value: Option<&Value>) -> Vec<Taint> {
+pub(crate) fn taints(value: Option<&Value>) -> Vec<Taint> {
     let Some(items) = value.and_then(Value::as_array) else {
         return Vec::new();
     };

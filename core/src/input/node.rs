@@ -76,6 +76,10 @@ impl Default for Node {
     }
 }
 
+/// In `varying`: every label the entry does not list is unknown (a class
+/// read without its labels, for a check that reads none).
+pub const ALL_LABELS: &str = "*";
+
 /// What an entry knows of a label, or of the node's name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LabelValue<'a> {
@@ -133,7 +137,7 @@ impl Node {
         if let Some(value) = self.labels.get(key) {
             return LabelValue::Known(Some(Cow::Borrowed(value)));
         }
-        if self.varying.iter().any(|k| k == key) {
+        if self.varying.iter().any(|k| k == key || k == ALL_LABELS) {
             return LabelValue::Unknown;
         }
         match self.unnamed.as_deref() {

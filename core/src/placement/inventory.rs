@@ -44,8 +44,14 @@ pub fn no_node_after(
     check: Check,
 ) -> Option<Diagnostic> {
     let nodes = facts.listed_nodes()?;
-    let mut admitted = object.clone();
-    apply(&mut admitted, patch).ok()?;
+    // An object admitted as it is is read as it is: no copy to patch.
+    let admitted = if patch.is_empty() {
+        std::borrow::Cow::Borrowed(object)
+    } else {
+        let mut patched = object.clone();
+        apply(&mut patched, patch).ok()?;
+        std::borrow::Cow::Owned(patched)
+    };
     let (spec, path) = locate_pod_spec(&admitted, kind).ok()?;
     let pod = PodView::read(spec, path).ok()?;
     if pod.node_name.is_some() {

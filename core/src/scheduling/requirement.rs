@@ -240,6 +240,54 @@ mod tests {
 
     /// The kubelet's labels are read from the node's fields when the label
     /// list lacks them (a pruned Node answer).
+    /// A class of nodes knows its shared labels; one that varies within it
+    /// may hold any value; the names of nodes not looked up hold none of
+    /// the looked-up values. Unknown never rules a node out, since the
+    /// check only reports a pod no node can run.
+    #[test]
+    fn classes_match_what_they_know_and_may_match_what_they_do_not() {
+        let looked_up = vec!["n1".to_string()];
+        let class: Node = serde_json::from_value(json!({"name": "example", "count": 5,
+            "labels": {"pool": "a"}, "varying": ["zone"], "unnamed": looked_up}))
+        .unwrap();
+        let may = |key: &str, op: &str, values: &[&str]| {
+            let r = req(key, op, values);
+            Requirement::parse(&r).may_match(&class.label_value(key))
+        };
+        assert!(may("pool", "In", &["a"]));
+        assert!(!may("pool", "In", &["b"]));
+        assert!(may("zone", "In", &["z1"]));
+        assert!(may("zone", "DoesNotExist", &[]));
+        assert!(!may("zone", "Bogus", &["z1"]));
+        // The hostname of nodes not looked up: none of the looked-up names.
+        assert!(!may("kubernetes.io/hostname", "In", &["n1"]));
+        assert!(may("kubernetes.io/hostname", "In", &["n1", "n2"]));
+        assert!(may("kubernetes.io/hostname", "NotIn", &["n1"]));
+        let by_name = |values: &[&str]| -> NodeSelectorTerm {
+            serde_json::from_value(json!({"matchFields": [
+                {"key": "metadata.name", "operator": "In", "values": values}]}))
+            .unwrap()
+        };
+        assert!(!term_matches(&by_name(&["n1"]), &class));
+        assert!(term_matches(&by_name(&["other"]), &class));
+        // nodeSelector entries: a known value misses, an unknown one does not.
+        let selector = |key: &str, value: &str| -> StringMap {
+            [(key.to_string(), value.to_string())].into_iter().collect()
+        };
+        assert_eq!(selector_misses(&selector("pool", "b"), &class).len(), 1);
+        assert!(selector_misses(&selector("zone", "z9"), &class).is_empty());
+        assert_eq!(
+            selector_misses(&selector("kubernetes.io/hostname", "n1"), &class).len(),
+            1
+        );
+        assert!(selector_misses(&selector("kubernetes.io/hostname", "n7"), &class).is_empty());
+        // Negative: a node listed whole knows its name and every label.
+        let listed = node(json!({"pool": "a"}));
+        assert!(term_matches(&by_name(&["n1"]), &listed));
+        assert!(!term_matches(&by_name(&["other"]), &listed));
+        assert_eq!(selector_misses(&selector("zone", "z9"), &listed).len(), 1);
+    }
+
     #[test]
     fn kubelet_labels_fall_back_to_node_fields() {
         let n: Node = serde_json::from_value(json!({"name": "w", "os": "windows",

@@ -7,13 +7,18 @@
 //! {"version": 1, "kind": "cluster", "shards": 128, "nodes": 10000,
 //!  "hostnamesAreNames": true,
 //!  "classes": [{"id": "k3Jd9a0Qz1cA", "count": 2833, "name": "ip-10-0-0-1...",
-//!               "os": "linux", "architecture": "amd64", "labels": {...},
-//!               "taints": [...], "varying": ["kubernetes.io/hostname"]}],
+//!               "os": "linux", "architecture": "amd64",
+//!               "labels": "kubernetes.io/os=linux,topology.kubernetes.io/zone=us-west-2a,...",
+//!               "taints": "os=windows:NoSchedule", "varying": ["kubernetes.io/hostname"]}],
 //!  "runtimeClasses": {"windows-2022": {"handler": "...", "scheduling": {...}}}}
 //! ```
 //!
 //! `nodes` and `classes` are absent when no node facts were published,
-//! `runtimeClasses` when no RuntimeClasses were.
+//! `runtimeClasses` when no RuntimeClasses were. A class's labels are
+//! written as `kubectl label` takes them (`key=value,...`) and its taints
+//! as `kubectl taint` does (`key=value:Effect`, `key:Effect`): neither
+//! syntax allows a comma, an equals sign or a quote in a key or value, so
+//! the document holds few characters JSON escapes, and reads fast.
 //!
 //! A shard document (`"kind": "shard"`) holds the images and node names
 //! whose key falls in its shard:
@@ -123,12 +128,12 @@ pub struct PublishedClass {
     /// `amd64`, `arm64`, ...
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub architecture: Option<String>,
-    /// The labels its nodes share.
-    #[serde(default)]
-    pub labels: StringMap,
-    /// Their taints.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub taints: Vec<Taint>,
+    /// The labels its nodes share, `key=value,...`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub labels: String,
+    /// Their taints, `key=value:Effect,...`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub taints: String,
     /// The label keys whose values differ between its nodes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub varying: Vec<String>,
@@ -144,8 +149,8 @@ impl PublishedClass {
             os: node.os.clone(),
             windows_build: node.windows_build.clone(),
             architecture: node.architecture.clone(),
-            labels: node.labels.clone(),
-            taints: node.taints.clone(),
+            labels: format_labels(&node.labels),
+            taints: format_taints(&node.taints),
             varying: node.varying.clone(),
         }
     }
@@ -157,8 +162,8 @@ impl PublishedClass {
             os: self.os.clone(),
             windows_build: self.windows_build.clone(),
             architecture: self.architecture.clone(),
-            labels: self.labels.clone(),
-            taints: self.taints.clone(),
+            labels: parse_labels(&self.labels),
+            taints: parse_taints(&self.taints),
             count: self.count,
             varying: self.varying.clone(),
             unnamed: None,
@@ -262,6 +267,57 @@ pub fn parse_platform(text: &str) -> Platform {
     }
 }
 
+/// Labels as `kubectl label` takes them: `key=value,key=value`.
+pub fn format_labels(labels: &StringMap) -> String {
+    let mut text = String::new();
+    for (key, value) in labels {
+        if !text.is_empty() {
+            text.push(',');
+        }
+        text.push_str(key);
+        text.push('=');
+        text.push_str(value);
+    }
+    text
+}
+
+/// Labels written by [`format_labels`]; an entry without `=` is left out.
+pub fn parse_labels(text: &str) -> StringMap {
+    text.split(',')
+        .filter_map(|entry| entry.split_once('='))
+        .map(|(key, value)| (key.to_string(), value.to_string()))
+        .collect()
+}
+
+/// Taints as `kubectl taint` takes them: `key=value:Effect`, or
+/// `key:Effect` without a value.
+pub fn format_taints(taints: &[Taint]) -> String {
+    let written: Vec<String> = taints
+        .iter()
+        .map(|t| match t.value.as_str() {
+            "" => format!("{}:{}", t.key, t.effect),
+            value => format!("{}={value}:{}", t.key, t.effect),
+        })
+        .collect();
+    written.join(",")
+}
+
+/// Taints written by [`format_taints`]; one without an effect is left out.
+pub fn parse_taints(text: &str) -> Vec<Taint> {
+    text.split(',')
+        .filter_map(|entry| {
+            let (spec, effect) = entry.rsplit_once(':')?;
+            let (key, value) = spec.split_once('=').unwrap_or((spec, ""));
+            Some(Taint {
+                key: key.to_string(),
+                value: value.to_string(),
+                effect: effect.to_string(),
+            })
+        })
+        .filter(|t| !t.key.is_empty() && !t.effect.is_empty())
+        .collect()
+}
+
 /// The 2-character code of value `index`.
 pub fn value_code(index: usize) -> [u8; 2] {
     let at = |i: usize| ALPHABET.get(i % 64).copied().unwrap_or(b'A');
@@ -302,6 +358,7 @@ pub fn find_record<'r>(records: &'r str, key: &Key, width: usize) -> Option<&'r 
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::vocab::ordered::StringMap;
 
     #[test]
     fn platforms_are_written_as_containerd_formats_them_and_read_back() {
@@ -318,6 +375,41 @@ mod tests {
         assert_eq!(linux.os_version, None);
         let bare = parse_platform("linux");
         assert_eq!((bare.os.as_str(), bare.architecture), ("linux", None));
+    }
+
+    /// kubectl's syntaxes: `kubectl label node n k=v`, `kubectl taint node
+    /// n key=value:Effect` and `key:Effect` (k8s.io/kubectl
+    /// pkg/cmd/taint, `parseTaints`).
+    #[test]
+    fn labels_and_taints_are_written_as_kubectl_takes_them() {
+        let labels: StringMap = [("kubernetes.io/os", "windows"), ("tier", "")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        assert_eq!(format_labels(&labels), "kubernetes.io/os=windows,tier=");
+        assert_eq!(parse_labels(&format_labels(&labels)), labels);
+        let taints = vec![
+            Taint {
+                key: "os".into(),
+                value: "windows".into(),
+                effect: "NoSchedule".into(),
+            },
+            Taint {
+                key: "node.kubernetes.io/not-ready".into(),
+                value: String::new(),
+                effect: "NoExecute".into(),
+            },
+        ];
+        let text = format_taints(&taints);
+        assert_eq!(
+            text,
+            "os=windows:NoSchedule,node.kubernetes.io/not-ready:NoExecute"
+        );
+        assert_eq!(parse_taints(&text), taints);
+        // Negative: what is not a label or a taint is left out.
+        assert!(parse_labels("nokey").is_empty());
+        assert!(parse_taints("os=windows").is_empty());
+        assert!(parse_labels("").is_empty() && parse_taints("").is_empty());
     }
 
     #[test]

@@ -23,6 +23,7 @@ pub mod classes;
 pub mod document;
 pub mod key;
 pub mod legacy;
+mod parse;
 pub mod read;
 pub mod render;
 
@@ -33,7 +34,7 @@ pub use legacy::{
     config_map_images, wanted_images, PublishedProblem, CONFIG_MAP_PREFIX, IMAGE_FACTS_KEY,
     IMAGE_FACTS_LABEL, IMAGE_FACTS_SELECTOR,
 };
-pub use read::{read, Found, PublishedMap, Wanted};
+pub use read::{read, read_answers, Found, PublishedMap, Wanted};
 pub use render::{config_maps, Sources};
 
 /// The label every published ConfigMap carries: `cluster` or `shard-N`.

@@ -6,9 +6,10 @@
 use crate::input::facts::{ClusterRuntimeClass, ImageFacts, NodeFacts, RuntimeClassFacts};
 use crate::input::node::Node;
 use crate::input::published::document::{
-    code_value, find_record, Document, FORMAT_VERSION, IMAGE_RECORD, NAME_RECORD,
+    code_value, find_record, FORMAT_VERSION, IMAGE_RECORD, NAME_RECORD,
 };
 use crate::input::published::key::{Key, KEY_CHARS, SHARDS};
+use crate::input::published::parse::{self, Keep, Parsed};
 use crate::vocab::labels::HOSTNAME_LABEL;
 use crate::vocab::ordered::SortedMap;
 
@@ -29,6 +30,11 @@ pub struct Wanted<'w> {
     pub images: &'w [String],
     /// Node names and hostnames the pod selects.
     pub names: &'w [String],
+    /// RuntimeClasses the settings do not declare.
+    pub runtime_classes: &'w [String],
+    /// The classes' labels and taints (the full check, a taint read from
+    /// the nodes); without them a class has its OS, build and architecture.
+    pub labels: bool,
 }
 
 /// What the published ConfigMaps say about what was wanted.
@@ -60,6 +66,10 @@ pub struct Cluster {
 pub fn read<'t>(maps: impl IntoIterator<Item = PublishedMap<'t>>, wanted: &Wanted<'_>) -> Found {
     let images: Vec<(&String, Key, u16)> = keyed(wanted.images);
     let names: Vec<(&String, Key, u16)> = keyed(wanted.names);
+    let keep = Keep {
+        labels: wanted.labels,
+        runtime_classes: wanted.runtime_classes,
+    };
     let mut found = Found::default();
     for map in maps {
         let Some(index) = map.index else {
@@ -68,7 +78,7 @@ pub fn read<'t>(maps: impl IntoIterator<Item = PublishedMap<'t>>, wanted: &Wante
                 .push(format!("ConfigMap {} has no index", map.name));
             continue;
         };
-        match serde_json::from_str::<Document<'_>>(index) {
+        match parse::document(index, keep) {
             Ok(document) => found.take(map.name, document, &images, &names),
             Err(e) => found.problems.push(format!(
                 "ConfigMap {}: its index is not a published facts document: {e}",
@@ -77,6 +87,32 @@ pub fn read<'t>(maps: impl IntoIterator<Item = PublishedMap<'t>>, wanted: &Wante
         }
     }
     found
+}
+
+/// Reads host answers to the list calls of [`selector`](super::selector)
+/// for `wanted`: each a ConfigMap list, read down to the ConfigMaps' names
+/// and indexes. The cluster ConfigMap every answer holds is read once.
+pub fn read_answers(answers: &[Vec<u8>], wanted: &Wanted<'_>) -> Result<Found, String> {
+    let mut items = Vec::new();
+    for answer in answers {
+        let listed = parse::list_items(answer)
+            .map_err(|e| format!("the ConfigMap list answer cannot be read: {e}"))?;
+        items.extend(listed);
+    }
+    let cluster = super::cluster_config_map_name();
+    let mut seen_cluster = false;
+    let maps = items.iter().filter(|(name, _)| {
+        let first = !(seen_cluster && *name == cluster);
+        seen_cluster |= *name == cluster;
+        first
+    });
+    Ok(read(
+        maps.map(|(name, index)| PublishedMap {
+            name,
+            index: index.as_deref(),
+        }),
+        wanted,
+    ))
 }
 
 fn keyed(texts: &[String]) -> Vec<(&String, Key, u16)> {
@@ -93,57 +129,54 @@ impl Found {
     fn take(
         &mut self,
         name: &str,
-        document: Document<'_>,
+        document: Parsed<'_>,
         images: &[(&String, Key, u16)],
         names: &[(&String, Key, u16)],
     ) {
-        if document.version != FORMAT_VERSION || document.shards != SHARDS {
+        let (version, shards) = (document.version, document.shards);
+        if version != u64::from(FORMAT_VERSION) || shards != u64::from(SHARDS) {
             self.problems.push(format!(
-                "ConfigMap {name} is published in format version {} with {} shards, and this release reads version {FORMAT_VERSION} with {SHARDS}: run the facts syncer of the policy's release",
-                document.version, document.shards
+                "ConfigMap {name} is published in format version {version} with {shards} shards, and this release reads version {FORMAT_VERSION} with {SHARDS}: run the facts syncer of the policy's release"
             ));
             return;
         }
         match document.kind.as_ref() {
-            "cluster" => self.take_cluster(document),
-            "shard" => self.take_shard(&document, images, names),
+            "cluster" => {
+                self.cluster = Some(Cluster {
+                    classes: document.nodes.map(|_| document.classes),
+                    hostnames_are_names: document.hostnames_are_names,
+                    runtime_classes: document.runtime_classes,
+                })
+            }
+            "shard" if document.shard.is_some() => self.take_shard(&document, images, names),
+            "shard" => self.problems.push(format!(
+                "ConfigMap {name}: its shard document has no shard number"
+            )),
             other => self.problems.push(format!(
                 "ConfigMap {name} holds a document of kind {other:?}"
             )),
         }
     }
 
-    fn take_cluster(&mut self, document: Document<'_>) {
-        let classes = document.nodes.map(|_| {
-            document
-                .classes
-                .iter()
-                .map(|class| (class.id.clone(), class.node()))
-                .collect()
-        });
-        self.cluster = Some(Cluster {
-            classes,
-            hostnames_are_names: document.hostnames_are_names,
-            runtime_classes: document.runtime_classes,
-        });
-    }
-
     fn take_shard(
         &mut self,
-        document: &Document<'_>,
+        document: &Parsed<'_>,
         images: &[(&String, Key, u16)],
         names: &[(&String, Key, u16)],
     ) {
-        for (image, key, _) in images.iter().filter(|(_, _, s)| *s == document.shard) {
-            let value = find_record(&document.images, key, IMAGE_RECORD)
+        let in_shard = |s: &u16| document.shard == Some(u64::from(*s));
+        let records = document.images.as_deref().unwrap_or_default();
+        for (image, key, _) in images.iter().filter(|(_, _, s)| in_shard(s)) {
+            let value = find_record(records, key, IMAGE_RECORD)
                 .and_then(|code| code_value(code.as_bytes()))
                 .and_then(|at| document.values.get(at));
-            if let Some(value) = value {
-                self.images.insert((*image).clone(), value.0.clone());
+            if let Some(facts) = value {
+                self.images.insert((*image).clone(), facts.clone());
             }
         }
-        for (name, key, _) in names.iter().filter(|(_, _, s)| *s == document.shard) {
-            let Some(record) = find_record(&document.names, key, NAME_RECORD) else {
+        let records = document.names.as_deref().unwrap_or_default();
+        for (name, key, _) in names.iter().filter(|(_, _, s)| in_shard(s)) {
+            let Some(record) = find_record(records, key, NAME_RECORD) else {
                 continue;
             };
             let (class, flag) = record.split_at_checked(KEY_CHARS).unwrap_or((record, ""));

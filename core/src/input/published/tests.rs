@@ -260,6 +260,7 @@ fn nodes_are_classes_and_the_nodes_a_pod_names_are_looked_up() {
         maps_of(&maps),
         &Wanted {
             names: &names,
+            labels: true,
             ..Wanted::default()
         },
     );
@@ -292,6 +293,16 @@ fn nodes_are_classes_and_the_nodes_a_pod_names_are_looked_up() {
     );
     // Published RuntimeClasses: none, so a name is asked of the cluster.
     assert_eq!(found.runtime_class("windows"), None);
+    // Without the full check, the classes' labels are not read: unknown.
+    let found = read(maps_of(&maps), &Wanted::default());
+    let NodeFacts::Listed(listed) = found.node_facts(&[], "-") else {
+        panic!("{found:?}")
+    };
+    assert_eq!(
+        listed[0].label_value("kubernetes.io/os"),
+        LabelValue::Unknown
+    );
+    assert!(listed[0].is_linux() && listed[1].is_windows());
 }
 
 #[test]
@@ -310,12 +321,22 @@ fn published_runtime_classes_are_found_by_name() {
         "facts",
     );
     assert_eq!(maps.len(), 1);
-    let found = read(maps_of(&maps), &Wanted::default());
+    let wanted = ["windows-2022".to_string(), "other".to_string()];
+    let found = read(
+        maps_of(&maps),
+        &Wanted {
+            runtime_classes: &wanted,
+            ..Wanted::default()
+        },
+    );
     assert_eq!(
         found.runtime_class("windows-2022"),
         Some(RuntimeClassFacts::Found(class))
     );
     assert_eq!(found.runtime_class("other"), None);
+    // Negative: a class the request does not name is not read.
+    let found = read(maps_of(&maps), &Wanted::default());
+    assert_eq!(found.runtime_class("windows-2022"), None);
 }
 
 #[test]
@@ -323,7 +344,9 @@ fn a_document_of_another_version_or_shard_count_is_a_problem_naming_it() {
     for index in [
         r#"{"version": 2, "kind": "cluster", "shards": 128}"#,
         r#"{"version": 1, "kind": "cluster", "shards": 64}"#,
-        r#"{"version": 1, "kind": "shard", "shards": 128, "images": 5}"#,
+        r#"{"version": 1, "kind": "shard", "shards": 128, "shard": 1, "images": 5}"#,
+        r#"{"version": 1, "kind": "shard", "shards": 128}"#,
+        r#"{"version": 1, "kind": "other", "shards": 128}"#,
         "not json",
     ] {
         let map = PublishedMap {
@@ -382,6 +405,47 @@ fn resolution_times_are_kept_beside_the_images_of_their_shard() {
         kept,
         BTreeMap::from([("corp/win:1".to_string(), 1_700_000_000)])
     );
+}
+
+/// The policy's host answers: ConfigMap lists as policy-server serializes
+/// them (escaped indexes, other fields), the cluster ConfigMap read once.
+#[test]
+fn list_answers_are_read_down_to_names_and_indexes() {
+    let images = images();
+    let maps = config_maps(
+        &Sources {
+            images: &images,
+            ..Sources::default()
+        },
+        "facts",
+    );
+    let shard = shard_label_value(shard_of("corp/win:1"));
+    let answer = |label: &str| {
+        let items: Vec<&Value> = maps
+            .iter()
+            .filter(|cm| {
+                let l = cm["metadata"]["labels"][FACTS_LABEL].as_str().unwrap();
+                l == "cluster" || l == label
+            })
+            .collect();
+        serde_json::to_vec(&json!({"apiVersion": "v1", "kind": "ConfigMapList",
+            "metadata": {"resourceVersion": "7"}, "items": items}))
+        .unwrap()
+    };
+    let wanted = ["corp/win:1".to_string()];
+    let found = read_answers(
+        &[answer(&shard), answer("shard-none")],
+        &Wanted {
+            images: &wanted,
+            ..Wanted::default()
+        },
+    )
+    .unwrap();
+    assert!(found.problems.is_empty(), "{:?}", found.problems);
+    assert_eq!(found.images.get("corp/win:1"), images.get("corp/win:1"));
+    // Negative: an answer that is no list is an error naming it.
+    let e = read_answers(&[b"{\"kind\": \"Status\"}".to_vec()], &Wanted::default()).unwrap_err();
+    assert!(e.contains("missing field `items`"), "{e}");
 }
 
 #[test]

@@ -1,0 +1,390 @@
+//! `make bench`, cluster-size axis: the cost of one request as the cluster
+//! grows, with a host that answers the calls the EKS settings make, as
+//! policy-server answers them (its reflector's objects cloned, masked and
+//! serialised for every call). The clusters are EKS-like (`nodes.py N`: 19-20
+//! labels a node, 15 % Windows) with the image facts of `images.py M`, both
+//! from `../shared/tools/scale`; the host holds them as the Node list and the
+//! earlier image facts ConfigMaps (what a module before the published facts
+//! reads) and as the published facts `os-placement facts render` writes for
+//! them (what this module reads). Each request is timed on a warm instance;
+//! the time the host spends building its answers is measured apart, so the
+//! policy's own time is the rest.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use os_placement_bench::stats::{stats, Stats};
+use os_placement_bench::{Error, Result};
+use os_placement_core::published::{self, Sources};
+use os_placement_door::HostFacts;
+use os_placement_e2e::capabilities::{Cluster, ContextHost};
+use os_placement_e2e::host::HostCalls;
+use os_placement_e2e::{admission_request, read_yaml, repo_root, wasm_path, HostCallError};
+use os_placement_e2e::{PolicyHost, PolicyModule};
+use serde_json::{json, Value};
+
+/// (nodes, published images) per cluster size.
+const SIZES: [(usize, usize); 3] = [(10, 100), (1_000, 10_000), (10_000, 50_000)];
+
+/// The private Windows image `images.py` publishes first.
+const PRIVATE_IMAGE: &str = "registry.corp.example/billing/api:4.2";
+
+struct Options {
+    wasm: PathBuf,
+    baseline: Option<PathBuf>,
+    scale_tools: PathBuf,
+    rounds: usize,
+    json: PathBuf,
+    sizes: Vec<(usize, usize)>,
+}
+
+fn parse_args() -> Result<Options> {
+    let root = repo_root();
+    let mut o = Options {
+        wasm: wasm_path(),
+        baseline: None,
+        scale_tools: root.join("../shared/tools/scale"),
+        rounds: 30,
+        json: root.join("target/bench/scale.json"),
+        sizes: SIZES.to_vec(),
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(flag) = args.next() {
+        let value = args
+            .next()
+            .ok_or_else(|| Error::Usage(format!("{flag} needs a value")))?;
+        let number = |v: &str| {
+            v.parse::<usize>()
+                .map_err(|_| Error::Usage(format!("{flag} takes a number")))
+        };
+        match flag.as_str() {
+            "--wasm" => o.wasm = value.into(),
+            "--baseline" => o.baseline = Some(value.into()),
+            "--scale-tools" => o.scale_tools = value.into(),
+            "--rounds" => o.rounds = number(&value)?,
+            "--json" => o.json = value.into(),
+            "--sizes" => {
+                o.sizes = value
+                    .split(',')
+                    .map(|pair| {
+                        let (n, m) = pair.split_once('/').ok_or_else(|| {
+                            Error::Usage("--sizes takes NODES/IMAGES,... e.g. 10/100,1000/10000".into())
+                        })?;
+                        Ok((number(n)?, number(m)?))
+                    })
+                    .collect::<Result<_>>()?
+            }
+            other => {
+                return Err(Error::Usage(format!(
+                    "unknown flag {other}: use --wasm FILE, --baseline FILE, --scale-tools DIR, --rounds N, --json FILE, --sizes N/M,..."
+                )))
+            }
+        }
+    }
+    Ok(o)
+}
+
+/// The JSON a `../shared/tools/scale` script prints.
+fn generated(tools: &Path, script: &str, count: usize) -> Result<Vec<Value>> {
+    let path = tools.join(script);
+    let output = Command::new("python3")
+        .arg(&path)
+        .arg(count.to_string())
+        .output()
+        .map_err(Error::io(&path))?;
+    if !output.status.success() {
+        return Err(Error::Usage(format!(
+            "{} {count} failed: {}",
+            path.display(),
+            String::from_utf8_lossy(&output.stderr)
+        )));
+    }
+    serde_json::from_slice(&output.stdout)
+        .map_err(|e| Error::Unexpected(format!("{}: not JSON: {e}", path.display())))
+}
+
+/// The cluster of one size: its Nodes, the RuntimeClasses of the EKS
+/// fixture, the earlier image facts ConfigMaps, and the published facts
+/// rendered from all of them.
+struct Scale {
+    nodes: usize,
+    images: usize,
+    cluster: Cluster,
+    published_bytes: usize,
+}
+
+fn scale(tools: &Path, nodes: usize, images: usize) -> Result<Scale> {
+    let node_objects = generated(tools, "nodes.py", nodes)?;
+    let legacy = generated(tools, "images.py", images)?;
+    let runtime_classes =
+        std::fs::read_to_string(repo_root().join("e2e/clusters/eks-mixed/runtimeclasses.yaml"))
+            .map_err(Error::io("e2e/clusters/eks-mixed/runtimeclasses.yaml"))?;
+    let mut facts = HostFacts::read(&runtime_classes).map_err(|e| Error::Unexpected(e.message))?;
+    let listing = json!({"apiVersion": "v1", "kind": "List", "items": node_objects}).to_string();
+    facts
+        .add_text(&listing)
+        .map_err(|e| Error::Unexpected(e.message))?;
+    let legacy_list = json!({"apiVersion": "v1", "kind": "List", "items": legacy}).to_string();
+    facts
+        .add_text(&legacy_list)
+        .map_err(|e| Error::Unexpected(e.message))?;
+    let sources = facts.render_sources();
+    let maps = published::config_maps(
+        &Sources {
+            nodes: sources.nodes.as_deref(),
+            runtime_classes: sources.runtime_classes.as_ref(),
+            images: &sources.images,
+            resolved_at: None,
+        },
+        os_placement_core::DEFAULT_FACTS_NAMESPACE,
+    );
+    let published_bytes = maps.iter().map(|m| m.to_string().len()).sum();
+    let mut objects = os_placement_e2e::capabilities::objects_of(&runtime_classes)?;
+    objects.extend(node_objects);
+    objects.extend(legacy);
+    objects.extend(maps);
+    Ok(Scale {
+        nodes,
+        images,
+        cluster: Cluster::from_objects(objects),
+        published_bytes,
+    })
+}
+
+/// A host that answers from a cluster and keeps how long its answers took
+/// to build and how big they were.
+struct Timed {
+    inner: ContextHost,
+    spent: Mutex<(Duration, usize)>,
+}
+
+impl Timed {
+    fn take(&self) -> (Duration, usize) {
+        self.inner.take_calls();
+        self.spent
+            .lock()
+            .map(|mut s| std::mem::take(&mut *s))
+            .unwrap_or_default()
+    }
+}
+
+impl HostCalls for Timed {
+    fn call(
+        &self,
+        binding: &str,
+        namespace: &str,
+        operation: &str,
+        payload: &[u8],
+    ) -> std::result::Result<Vec<u8>, HostCallError> {
+        let started = Instant::now();
+        let answer = self.inner.call(binding, namespace, operation, payload);
+        if let Ok(mut spent) = self.spent.lock() {
+            spent.0 += started.elapsed();
+            spent.1 += answer.as_ref().map_or(0, Vec::len);
+        }
+        answer
+    }
+}
+
+const WINDOWS: &str = "Windows Pod (ltsc2022 IIS)";
+const WINDOWS_OFF: &str = "Windows Pod, no host call";
+const PRIVATE: &str = "private-image Pod";
+const PRIVATE_OFF: &str = "private-image Pod, no host call";
+
+/// One request to time: its name, the AdmissionRequest and the settings
+/// (the EKS settings; or with nodeInventory and imageLookup off, so the
+/// same request makes no host call).
+struct Case {
+    name: &'static str,
+    request: Value,
+    settings: Value,
+}
+
+fn cases() -> Result<Vec<Case>> {
+    let root = repo_root();
+    let settings = read_yaml(&root.join("examples/settings/eks.yaml"))?;
+    let windows = read_yaml(&root.join("bench/cases/a-windows-pod-placed.yaml"))?;
+    let private = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "billing", "namespace": "shop"},
+        "spec": {"containers": [{"name": "api", "image": PRIVATE_IMAGE}]}});
+    let mut off = settings.clone();
+    off["nodeInventory"] = json!("off");
+    off["imageLookup"] = json!("off");
+    let mut cases = Vec::new();
+    for (name, object) in [(WINDOWS, &windows), (PRIVATE, &private)] {
+        cases.push(Case {
+            name,
+            request: admission_request(object, "CREATE", None, None),
+            settings: settings.clone(),
+        });
+        cases.push(Case {
+            name: if name == WINDOWS {
+                WINDOWS_OFF
+            } else {
+                PRIVATE_OFF
+            },
+            request: admission_request(object, "CREATE", None, None),
+            settings: off.clone(),
+        });
+    }
+    Ok(cases)
+}
+
+/// The figures of one (size, module, case).
+#[derive(Debug, Clone, Copy)]
+struct Figures {
+    total: Stats,
+    host: Stats,
+    policy: Stats,
+    answer_bytes: usize,
+    accepted: bool,
+}
+
+fn time_case(instance: &PolicyHost, host: &Timed, case: &Case, rounds: usize) -> Result<Figures> {
+    let payload = serde_json::to_vec(&json!({"request": case.request, "settings": case.settings}))
+        .map_err(|e| Error::Unexpected(e.to_string()))?;
+    let evaluation = instance.validate(&case.request, &case.settings)?;
+    let (_, answer_bytes) = host.take();
+    let (mut totals, mut hosts, mut policies) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let started = Instant::now();
+        let _ = std::hint::black_box(instance.call("validate", &payload));
+        let total = started.elapsed();
+        let (spent, _) = host.take();
+        totals.push(total);
+        hosts.push(spent);
+        policies.push(total.saturating_sub(spent));
+    }
+    Ok(Figures {
+        total: stats(&mut totals),
+        host: stats(&mut hosts),
+        policy: stats(&mut policies),
+        answer_bytes,
+        accepted: evaluation.response.accepted,
+    })
+}
+
+/// Peak linear memory of one evaluation on a fresh instance whose host
+/// answers from the cluster, in KiB: the smallest cap that lets it answer.
+fn peak_memory(module: &PolicyModule, host: Arc<Timed>, case: &Case) -> Result<usize> {
+    const PAGE: usize = 64 * 1024;
+    let (mut low, mut high) = (1usize, 65_536usize);
+    while low < high {
+        let pages = low + (high - low) / 2;
+        let capped = module.with_memory_limit(pages * PAGE)?;
+        let fits = capped
+            .instantiate_with(host.clone())
+            .and_then(|instance| instance.validate(&case.request, &case.settings))
+            .is_ok();
+        if fits {
+            high = pages;
+        } else {
+            low = pages + 1;
+        }
+    }
+    host.take();
+    Ok(low * PAGE / 1024)
+}
+
+fn run() -> Result<()> {
+    let options = parse_args()?;
+    let mut modules = vec![("os-placement", PolicyModule::compile(&options.wasm)?)];
+    if let Some(baseline) = &options.baseline {
+        modules.push(("before", PolicyModule::compile(baseline)?));
+    }
+    let cases = cases()?;
+    let mut rows = Vec::new();
+    println!(
+        "cluster size axis: warm instance, median of {} requests; µs (host: building the host's answers; policy: the rest)",
+        options.rounds
+    );
+    println!(
+        "\n| nodes | images | module | case | total µs | host µs | policy µs | answer bytes | peak memory KiB |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for (nodes, images) in &options.sizes {
+        let started = Instant::now();
+        let scale = scale(&options.scale_tools, *nodes, *images)?;
+        eprintln!(
+            "cluster of {nodes} nodes and {images} images ready in {:.1?} ({} bytes published)",
+            started.elapsed(),
+            scale.published_bytes
+        );
+        let host = Arc::new(Timed {
+            inner: ContextHost::new().with_cluster(scale.cluster.clone()),
+            spent: Mutex::new((Duration::ZERO, 0)),
+        });
+        for (name, module) in &modules {
+            let instance = module.instantiate_with(host.clone())?;
+            for case in &cases {
+                let figures = time_case(&instance, &host, case, options.rounds)?;
+                let memory = peak_memory(module, host.clone(), case)?;
+                println!(
+                    "| {} | {} | {name} | {} | {:.1} | {:.1} | {:.1} | {} | {memory} |",
+                    scale.nodes,
+                    scale.images,
+                    case.name,
+                    figures.total.median,
+                    figures.host.median,
+                    figures.policy.median,
+                    figures.answer_bytes
+                );
+                rows.push(json!({"nodes": scale.nodes, "images": scale.images, "module": name,
+                    "case": case.name, "total_us": figures.total.median, "total_p99_us": figures.total.p99,
+                    "host_us": figures.host.median, "policy_us": figures.policy.median,
+                    "answer_bytes": figures.answer_bytes, "peak_memory_kib": memory,
+                    "accepted": figures.accepted}));
+            }
+        }
+    }
+    summary(&rows);
+    if let Some(dir) = options.json.parent() {
+        std::fs::create_dir_all(dir).map_err(Error::io(dir))?;
+    }
+    let text = serde_json::to_string_pretty(&json!({"rows": rows}))
+        .map_err(|e| Error::Unexpected(e.to_string()))?;
+    std::fs::write(&options.json, text).map_err(Error::io(&options.json))?;
+    println!("\nJSON: {}", options.json.display());
+    Ok(())
+}
+
+/// The targets' ratios: the policy's time at the largest cluster to the
+/// smallest's, and to a request that makes no host call.
+fn summary(rows: &[Value]) {
+    let policy = |nodes: u64, case: &str| {
+        rows.iter()
+            .find(|r| r["module"] == "os-placement" && r["nodes"] == nodes && r["case"] == case)
+            .and_then(|r| r["policy_us"].as_f64())
+    };
+    let sizes: Vec<u64> = rows.iter().filter_map(|r| r["nodes"].as_u64()).collect();
+    let (Some(small), Some(large)) = (sizes.iter().min(), sizes.iter().max()) else {
+        return;
+    };
+    println!();
+    for (case, off) in [(WINDOWS, WINDOWS_OFF), (PRIVATE, PRIVATE_OFF)] {
+        let (Some(at_small), Some(at_large), Some(no_call)) = (
+            policy(*small, case),
+            policy(*large, case),
+            policy(*large, off),
+        ) else {
+            continue;
+        };
+        println!(
+            "{case}: policy at {large} nodes / at {small} nodes = {:.2}x; / the same request with no host call = {:.2}x",
+            at_large / at_small,
+            at_large / no_call
+        );
+    }
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("os-placement-scale-bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
