@@ -9,4 +9,5 @@ mod cli;
 mod common;
 mod doors;
 mod lookup;
+mod render;
 mod wasm_parity;

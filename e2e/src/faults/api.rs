@@ -80,7 +80,8 @@ pub struct Seen {
 
 #[derive(Default)]
 struct Store {
-    objects: Vec<Value>,
+    /// By (kind, namespace, name), in that order, as etcd lists them.
+    objects: std::collections::BTreeMap<Identity, Value>,
     version: u64,
     events: Vec<(u64, &'static str, Value)>,
     seen: Vec<Seen>,
@@ -159,7 +160,7 @@ impl FakeApi {
         let store = self.shared.lock();
         store
             .objects
-            .iter()
+            .values()
             .filter(|o| *at(o, &["kind"]) == kind)
             .cloned()
             .collect()
@@ -241,23 +242,11 @@ fn write(shared: &Shared, mut object: Value, event: &'static str) -> Value {
         &["metadata", "resourceVersion"],
         json!(version.to_string()),
     );
-    let key = identity(&object);
-    let existing = store.objects.iter().position(|o| identity(o) == key);
-    let event = match existing {
-        Some(i) => {
-            if let Some(slot) = store.objects.get_mut(i) {
-                *slot = object.clone();
-            }
-            "MODIFIED"
-        }
-        None => {
-            store.objects.push(object.clone());
-            if event == "MODIFIED" {
-                "ADDED"
-            } else {
-                event
-            }
-        }
+    let replaced = store.objects.insert(identity(&object), object.clone());
+    let event = match (replaced, event) {
+        (Some(_), _) => "MODIFIED",
+        (None, "MODIFIED") => "ADDED",
+        (None, event) => event,
     };
     store.events.push((version, event, object.clone()));
     drop(store);
@@ -265,11 +254,15 @@ fn write(shared: &Shared, mut object: Value, event: &'static str) -> Value {
     object
 }
 
-fn identity(object: &Value) -> (Value, Value, Value) {
+/// (kind, namespace, name).
+type Identity = (String, String, String);
+
+fn identity(object: &Value) -> Identity {
+    let text = |path: &[&str]| at(object, path).as_str().unwrap_or_default().to_owned();
     (
-        at(object, &["kind"]).clone(),
-        at(object, &["metadata", "namespace"]).clone(),
-        at(object, &["metadata", "name"]).clone(),
+        text(&["kind"]),
+        text(&["metadata", "namespace"]),
+        text(&["metadata", "name"]),
     )
 }
 
@@ -444,7 +437,7 @@ fn list(
     let labels = selector::parse(request.param("labelSelector"));
     let selected: Vec<&Value> = store
         .objects
-        .iter()
+        .values()
         .filter(|o| is_selected(o, resource, namespace, labels.as_ref().ok()))
         .collect();
     let items: Vec<&Value> = selected.iter().skip(from).take(limit).copied().collect();
@@ -535,11 +528,7 @@ fn create(
     if let Some(namespace) = namespace {
         set(&mut object, &["metadata", "namespace"], json!(namespace));
     }
-    let exists = shared
-        .lock()
-        .objects
-        .iter()
-        .any(|o| identity(o) == identity(&object));
+    let exists = shared.lock().objects.contains_key(&identity(&object));
     if exists {
         return status(409, "AlreadyExists", "the object exists");
     }
@@ -557,7 +546,7 @@ fn item(
         let store = shared.lock();
         store
             .objects
-            .iter()
+            .values()
             .find(|o| {
                 selected(o, resource, namespace, request) && *at(o, &["metadata", "name"]) == name
             })
@@ -588,7 +577,7 @@ fn item(
         }
         "DELETE" => {
             let mut store = shared.lock();
-            store.objects.retain(|o| identity(o) != identity(&current));
+            store.objects.remove(&identity(&current));
             store.version += 1;
             let version = store.version;
             store.events.push((version, "DELETED", current.clone()));

@@ -17,6 +17,7 @@
 //! asserts that `registry` stalls on a hanging registry, so the fault is real.
 
 mod setup;
+mod syncer;
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};

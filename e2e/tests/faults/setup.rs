@@ -41,7 +41,7 @@ impl Server {
 }
 
 /// The os-placement CLI: `$OS_PLACEMENT_CLI`, else `make build`'s release build.
-fn cli_binary() -> external::Found {
+pub fn cli_binary() -> external::Found {
     let path = match std::env::var_os("OS_PLACEMENT_CLI") {
         Some(path) if !path.is_empty() => PathBuf::from(path),
         _ => repo_root().join("target/release/os-placement"),
