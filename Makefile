@@ -15,8 +15,12 @@
 #   make test-cli the CLI's tests, its verdicts compared with the .wasm's
 #   make bench   os-placement against the floor (bench/floor) and peer policies, warm and fresh
 #                instance, size, compile time, memory, containers (table + target/bench/bench.json);
-#                BENCH_ARGS="--baseline old.wasm --rounds 40" adds an earlier build as a column
-#   make bench-server   the same policies served by the real policy-server, loaded with wrk
+#                BENCH_ARGS="--baseline old.wasm --rounds 40" adds an earlier build as a column;
+#                then the cluster-size axis: 10 / 1,000 / 10,000 nodes and 100 / 10,000 / 50,000
+#                published images served by a host that answers (target/bench/scale.json);
+#                SCALE_ARGS="--baseline old.wasm" adds an earlier build
+#   make bench-server   the same policies served by the real policy-server, loaded with wrk; then
+#                policy-server against the fake Kubernetes API serving 1,000 and 10,000 nodes
 #   make annotated-policy.wasm   the module with metadata.yml and README.md embedded (kwctl annotate)
 #   make push REGISTRY=host[:port]/path TAG=v0.1.0   push the annotated module as an OCI artifact
 #   make keypair [KEY_DIR=dir]   cosign.key (encrypted with $$COSIGN_PASSWORD) and cosign.pub
@@ -256,17 +260,24 @@ BENCH_APT_PACKAGES := wrk
 bench-deps: deps
 	@$(MAKE) --no-print-directory deps APT_PACKAGES="$(BENCH_APT_PACKAGES)"
 
+# The EKS-like clusters of the cluster-size axis (nodes.py, images.py).
+SCALE_TOOLS ?= $(abspath ../shared/tools/scale)
+
 # Release host: timings of a debug wasmtime mean nothing.
 bench: build bench-deps
 	$(build-floor)
-	$(CARGO) build $(LOCKED) --release -p os-placement-bench --bin os-placement-bench
+	$(CARGO) build $(LOCKED) --release -p os-placement-bench --bin os-placement-bench --bin os-placement-scale-bench
 	target/release/os-placement-bench --wasm $(WASM) --floor $(FLOOR_WASM) $(BENCH_ARGS)
+	target/release/os-placement-scale-bench --wasm $(WASM) --scale-tools $(SCALE_TOOLS) $(SCALE_ARGS)
 
-# Throughput and latency through the real policy-server (KUBEWARDEN_BIN), with wrk.
+# Throughput and latency through the real policy-server (KUBEWARDEN_BIN), with wrk;
+# then at 1,000 and 10,000 nodes, the cluster served by the fault suite's fake API.
 bench-server: build bench-deps
 	$(build-floor)
-	$(CARGO) build $(LOCKED) --release -p os-placement-bench --bin os-placement-bench
+	$(CARGO) build $(LOCKED) --release -p os-placement-bench --bin os-placement-bench --bin os-placement-scale-bench
 	KUBEWARDEN_BIN="$(KUBEWARDEN_BIN)" WASM="$(CURDIR)/$(WASM)" FLOOR="$(CURDIR)/$(FLOOR_WASM)" bench/server.sh
+	target/release/os-placement-scale-bench --wasm $(WASM) --scale-tools $(SCALE_TOOLS) \
+	  --server $(KUBEWARDEN_BIN) --sizes 1000/10000,10000/50000 $(SCALE_ARGS)
 
 # --- Playground: the rule core in the browser (playground/) ------------------------
 #   make playground        build playground/dist and serve it on 127.0.0.1 (prints the address)

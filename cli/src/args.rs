@@ -39,11 +39,14 @@ pub enum Command {
 
 #[derive(Debug, Subcommand)]
 pub enum FactsCommand {
-    /// Resolve the platforms of every image the cluster's Pods and workload
-    /// templates use, from their registries, and publish them as ConfigMaps
-    /// labelled os-placement.kubewarden.io/image-facts=true, which the policy
-    /// reads from the policy server's cache: admission never waits on a
-    /// registry. Runs in the cluster (in-cluster config) or with KUBECONFIG.
+    /// Watch the cluster's Pods, workload templates, Nodes and RuntimeClasses,
+    /// resolve the platforms of the images in use from their registries, and
+    /// publish node classes, RuntimeClasses and image facts as ConfigMaps
+    /// labelled os-placement.kubewarden.io/facts, which the policy reads from
+    /// the policy server's cache in constant time: admission never waits on
+    /// a registry. A change is published within seconds, rewriting only the
+    /// ConfigMaps it changes. Runs in the cluster (in-cluster config) or with
+    /// KUBECONFIG.
     ///
     /// Exit code 0 after a sync (`--once`), 2 when the cluster cannot be read
     /// or the facts cannot be published. Failed image lookups are published
@@ -90,10 +93,10 @@ pub struct SyncArgs {
     /// The namespace to publish the ConfigMaps in (the policy's imageFactsNamespace).
     #[arg(long, default_value = os_placement_core::DEFAULT_FACTS_NAMESPACE)]
     pub namespace: String,
-    /// Sync once and exit (a CronJob); without it, sync every --interval (a Deployment).
+    /// List once, publish and exit (a CronJob); without it, watch and publish on change (a Deployment).
     #[arg(long)]
     pub once: bool,
-    /// Time between syncs.
+    /// How often expired image facts are looked for (changes are published within seconds).
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
     pub interval: Duration,
     /// How long a failed lookup stands before it is tried again (negative cache).

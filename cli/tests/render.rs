@@ -13,7 +13,8 @@ use crate::common::{code, run, stderr, stdout};
 
 /// A folder of its own under the system's temporary folder.
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("os-placement-render-{name}-{}", std::process::id()));
+    let dir =
+        std::env::temp_dir().join(format!("os-placement-render-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
@@ -80,14 +81,26 @@ fn ten_thousand_nodes_and_fifty_thousand_images_render_under_the_object_limit() 
     let output = run(&["facts", "render", &nodes, &facts, "-o", "json"], None);
     assert_eq!(code(&output), 0, "{}", stderr(&output));
     let list: Value = serde_json::from_str(&stdout(&output)).unwrap();
-    assert_eq!((list["apiVersion"].as_str(), list["kind"].as_str()), (Some("v1"), Some("List")));
+    assert_eq!(
+        (list["apiVersion"].as_str(), list["kind"].as_str()),
+        (Some("v1"), Some("List"))
+    );
     let maps = list["items"].as_array().unwrap();
     assert_eq!(maps.len(), 1 + usize::from(published::SHARDS));
     for map in maps {
         assert_eq!(map["metadata"]["namespace"], "os-placement");
-        let bytes: usize = map["data"].as_object().unwrap().values().map(|v| v.as_str().unwrap().len()).sum();
+        let bytes: usize = map["data"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|v| v.as_str().unwrap().len())
+            .sum();
         // The API server refuses objects over 1 MiB.
-        assert!(bytes < 1_000_000, "{}: {bytes} bytes", map["metadata"]["name"]);
+        assert!(
+            bytes < 1_000_000,
+            "{}: {bytes} bytes",
+            map["metadata"]["name"]
+        );
     }
     let cluster: Value = serde_json::from_str(maps[0]["data"]["index"].as_str().unwrap()).unwrap();
     assert_eq!(cluster["nodes"], 10_000);
@@ -128,8 +141,16 @@ fn yaml_and_json_hold_the_same_config_maps_and_a_bad_file_is_named() {
     let nodes = write(&dir, "nodes.json", &node_list(40));
     let classes = "../e2e/clusters/eks-mixed/runtimeclasses.yaml";
     let json_out = run(&["facts", "render", &nodes, classes, "-o", "json"], None);
-    let yaml_out = run(&["facts", "render", &nodes, classes, "--namespace", "facts"], None);
-    assert_eq!((code(&json_out), code(&yaml_out)), (0, 0), "{}", stderr(&yaml_out));
+    let yaml_out = run(
+        &["facts", "render", &nodes, classes, "--namespace", "facts"],
+        None,
+    );
+    assert_eq!(
+        (code(&json_out), code(&yaml_out)),
+        (0, 0),
+        "{}",
+        stderr(&yaml_out)
+    );
     let from_json: Vec<Value> = serde_json::from_str::<Value>(&stdout(&json_out)).unwrap()["items"]
         .as_array()
         .unwrap()
@@ -144,8 +165,12 @@ fn yaml_and_json_hold_the_same_config_maps_and_a_bad_file_is_named() {
         assert_eq!(j["data"], y["data"]);
         assert_eq!(y["metadata"]["namespace"], "facts");
     }
-    let cluster: Value = serde_json::from_str(from_json[0]["data"]["index"].as_str().unwrap()).unwrap();
-    assert!(cluster["runtimeClasses"]["windows-2022"].is_object(), "{cluster}");
+    let cluster: Value =
+        serde_json::from_str(from_json[0]["data"]["index"].as_str().unwrap()).unwrap();
+    assert!(
+        cluster["runtimeClasses"]["windows-2022"].is_object(),
+        "{cluster}"
+    );
     // Negative: what is not facts is refused, naming the file and line.
     let bad = dir.join("bad.yaml");
     std::fs::write(&bad, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n").unwrap();
@@ -179,7 +204,16 @@ fn check_answers_alike_with_the_node_list_and_the_rendered_facts() {
     let manifests = "../examples/manifests";
     let check = |facts: &str| {
         let output = run(
-            &["check", manifests, "-o", "json", "--settings", settings.to_str().unwrap(), "--facts", facts],
+            &[
+                "check",
+                manifests,
+                "-o",
+                "json",
+                "--settings",
+                settings.to_str().unwrap(),
+                "--facts",
+                facts,
+            ],
             None,
         );
         let report: Value = serde_json::from_str(&stdout(&output))
@@ -194,7 +228,13 @@ fn check_answers_alike_with_the_node_list_and_the_rendered_facts() {
             .as_array()
             .unwrap()
             .iter()
-            .map(|r| (r["name"].to_string(), r["verdict"].to_string(), r["patch"].clone()))
+            .map(|r| {
+                (
+                    r["name"].to_string(),
+                    r["verdict"].to_string(),
+                    r["patch"].clone(),
+                )
+            })
             .collect()
     };
     assert_eq!(verdicts(&from_list), verdicts(&from_published));

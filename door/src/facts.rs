@@ -558,7 +558,7 @@ runtimeClasses:
     }
 
     /// What `kubectl get configmaps -l os-placement.kubewarden.io/image-facts=true
-    /// -o yaml` prints for the ConfigMaps the syncer publishes.
+    /// -o yaml` prints for the ConfigMaps the syncer of earlier releases published.
     const PUBLISHED: &str = r#"apiVersion: v1
 kind: List
 items:

@@ -150,7 +150,7 @@ fn comparable(answer: &Answer) -> Value {
             .collect()
     };
     json!({
-        "verdict": serde_json::to_value(&answer.verdict).unwrap(),
+        "verdict": serde_json::to_value(answer.verdict).unwrap(),
         "patch": answer.patch,
         "violations": findings(&answer.violations),
         "warnings": findings(&answer.warnings),

@@ -9,6 +9,11 @@
 //! them (what this module reads). Each request is timed on a warm instance;
 //! the time the host spends building its answers is measured apart, so the
 //! policy's own time is the rest.
+//!
+//! With `--server`, the same clusters are served by the fake Kubernetes API
+//! of the fault suite to the real policy-server (one worker), which serves
+//! the modules; wrk loads each case: throughput, p50 and p99 latency, and
+//! the policy-server's memory (`make bench-server`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -38,6 +43,10 @@ struct Options {
     rounds: usize,
     json: PathBuf,
     sizes: Vec<(usize, usize)>,
+    /// Through the real policy-server, from this folder (kwctl, policy-server).
+    server: Option<PathBuf>,
+    /// wrk's run per case and policy.
+    duration: String,
 }
 
 fn parse_args() -> Result<Options> {
@@ -49,6 +58,8 @@ fn parse_args() -> Result<Options> {
         rounds: 30,
         json: root.join("target/bench/scale.json"),
         sizes: SIZES.to_vec(),
+        server: None,
+        duration: "5s".to_owned(),
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -65,6 +76,8 @@ fn parse_args() -> Result<Options> {
             "--scale-tools" => o.scale_tools = value.into(),
             "--rounds" => o.rounds = number(&value)?,
             "--json" => o.json = value.into(),
+            "--server" => o.server = Some(value.into()),
+            "--duration" => o.duration = value,
             "--sizes" => {
                 o.sizes = value
                     .split(',')
@@ -78,7 +91,7 @@ fn parse_args() -> Result<Options> {
             }
             other => {
                 return Err(Error::Usage(format!(
-                    "unknown flag {other}: use --wasm FILE, --baseline FILE, --scale-tools DIR, --rounds N, --json FILE, --sizes N/M,..."
+                    "unknown flag {other}: use --wasm FILE, --baseline FILE, --scale-tools DIR, --rounds N, --json FILE, --sizes N/M,..., --server KUBEWARDEN_DIR, --duration 5s"
                 )))
             }
         }
@@ -116,6 +129,12 @@ struct Scale {
 }
 
 fn scale(tools: &Path, nodes: usize, images: usize) -> Result<Scale> {
+    scale_published(tools, nodes, images, true)
+}
+
+/// As [`scale`]; without `publish`, the cluster has no published facts (no
+/// syncer), only its Nodes and the earlier image facts.
+fn scale_published(tools: &Path, nodes: usize, images: usize, publish: bool) -> Result<Scale> {
     let node_objects = generated(tools, "nodes.py", nodes)?;
     let legacy = generated(tools, "images.py", images)?;
     let runtime_classes =
@@ -144,7 +163,9 @@ fn scale(tools: &Path, nodes: usize, images: usize) -> Result<Scale> {
     let mut objects = os_placement_e2e::capabilities::objects_of(&runtime_classes)?;
     objects.extend(node_objects);
     objects.extend(legacy);
-    objects.extend(maps);
+    if publish {
+        objects.extend(maps);
+    }
     Ok(Scale {
         nodes,
         images,
@@ -210,8 +231,10 @@ fn cases() -> Result<Vec<Case>> {
         "metadata": {"name": "billing", "namespace": "shop"},
         "spec": {"containers": [{"name": "api", "image": PRIVATE_IMAGE}]}});
     let mut off = settings.clone();
-    off["nodeInventory"] = json!("off");
-    off["imageLookup"] = json!("off");
+    if let Some(map) = off.as_object_mut() {
+        map.insert("nodeInventory".into(), json!("off"));
+        map.insert("imageLookup".into(), json!("off"));
+    }
     let mut cases = Vec::new();
     for (name, object) in [(WINDOWS, &windows), (PRIVATE, &private)] {
         cases.push(Case {
@@ -290,6 +313,9 @@ fn peak_memory(module: &PolicyModule, host: Arc<Timed>, case: &Case) -> Result<u
 
 fn run() -> Result<()> {
     let options = parse_args()?;
+    if let Some(kubewarden) = &options.server {
+        return server::run(&options, kubewarden);
+    }
     let mut modules = vec![("os-placement", PolicyModule::compile(&options.wasm)?)];
     if let Some(baseline) = &options.baseline {
         modules.push(("before", PolicyModule::compile(baseline)?));
@@ -339,6 +365,7 @@ fn run() -> Result<()> {
             }
         }
     }
+    unpublished(&options, &modules, &cases, &mut rows)?;
     summary(&rows);
     if let Some(dir) = options.json.parent() {
         std::fs::create_dir_all(dir).map_err(Error::io(dir))?;
@@ -350,15 +377,56 @@ fn run() -> Result<()> {
     Ok(())
 }
 
+/// The module in a cluster of 1,000 nodes with no published facts (no
+/// syncer): one list with an empty answer, the node check skipped.
+fn unpublished(
+    options: &Options,
+    modules: &[(&str, PolicyModule)],
+    cases: &[Case],
+    rows: &mut Vec<Value>,
+) -> Result<()> {
+    let scale = scale_published(&options.scale_tools, 1_000, 100, false)?;
+    let host = Arc::new(Timed {
+        inner: ContextHost::new().with_cluster(scale.cluster.clone()),
+        spent: Mutex::new((Duration::ZERO, 0)),
+    });
+    for (name, module) in modules.iter().filter(|(name, _)| *name == "os-placement") {
+        let instance = module.instantiate_with(host.clone())?;
+        for case in cases.iter().filter(|c| !c.name.contains("no host call")) {
+            let figures = time_case(&instance, &host, case, options.rounds)?;
+            println!(
+                "| {} | no facts published | {name} | {} | {:.1} | {:.1} | {:.1} | {} | |",
+                scale.nodes,
+                case.name,
+                figures.total.median,
+                figures.host.median,
+                figures.policy.median,
+                figures.answer_bytes
+            );
+            rows.push(
+                json!({"nodes": scale.nodes, "images": 0, "published": false, "module": name,
+                "case": case.name, "total_us": figures.total.median, "host_us": figures.host.median,
+                "policy_us": figures.policy.median, "answer_bytes": figures.answer_bytes}),
+            );
+        }
+    }
+    Ok(())
+}
+
 /// The targets' ratios: the policy's time at the largest cluster to the
 /// smallest's, and to a request that makes no host call.
 fn summary(rows: &[Value]) {
     let policy = |nodes: u64, case: &str| {
         rows.iter()
+            .filter(|r| r.get("published").is_none())
             .find(|r| r["module"] == "os-placement" && r["nodes"] == nodes && r["case"] == case)
             .and_then(|r| r["policy_us"].as_f64())
     };
-    let sizes: Vec<u64> = rows.iter().filter_map(|r| r["nodes"].as_u64()).collect();
+    let sizes: Vec<u64> = rows
+        .iter()
+        .filter(|r| r.get("published").is_none())
+        .filter_map(|r| r["nodes"].as_u64())
+        .collect();
     let (Some(small), Some(large)) = (sizes.iter().min(), sizes.iter().max()) else {
         return;
     };
@@ -376,6 +444,167 @@ fn summary(rows: &[Value]) {
             at_large / at_small,
             at_large / no_call
         );
+    }
+}
+
+/// The clusters served to the real policy-server.
+mod server {
+    use std::path::Path;
+    use std::process::Command;
+
+    use os_placement_bench::{Error, Result};
+    use os_placement_e2e::faults::api::FakeApi;
+    use os_placement_e2e::review::review_of;
+    use os_placement_e2e::{read_yaml, repo_root};
+    use serde_json::{json, Value};
+    use xtask::annotate::{annotate_file, AnnotateFiles};
+    use xtask::local::http::post_json;
+    use xtask::local::policy_server::PolicyServer;
+
+    use super::{cases, scale, Options};
+
+    /// What wrk measured: requests per second, p50 and p99 in µs.
+    fn wrk(url: &str, review: &Path, script: &Path, duration: &str) -> Result<(f64, f64, f64)> {
+        let output = Command::new("wrk")
+            .args(["-t1", "-c4", "-d", duration, "--latency", "-s"])
+            .arg(script)
+            .arg(url)
+            .env("REVIEW", review)
+            .output()
+            .map_err(Error::io("wrk"))?;
+        let text = String::from_utf8_lossy(&output.stdout).into_owned();
+        if text.contains("Non-2xx") || !output.status.success() {
+            return Err(Error::Unexpected(format!("wrk against {url}: {text}")));
+        }
+        let field = |prefix: &str| {
+            text.lines()
+                .find_map(|l| l.trim_start().strip_prefix(prefix))
+                .map(|v| v.trim().to_owned())
+                .unwrap_or_default()
+        };
+        let micros = |v: String| {
+            let number: f64 = v
+                .trim_end_matches(|c: char| c.is_alphabetic())
+                .parse()
+                .unwrap_or(f64::NAN);
+            match v.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.') {
+                "us" => number,
+                "ms" => number * 1e3,
+                "s" => number * 1e6,
+                _ => f64::NAN,
+            }
+        };
+        let rps = field("Requests/sec:").parse().unwrap_or(f64::NAN);
+        Ok((rps, micros(field("50%")), micros(field("99%"))))
+    }
+
+    /// policy-server's resident and peak memory, KiB.
+    fn memory(pid: u32) -> (u64, u64) {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let kib = |key: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(key))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+                .unwrap_or(0)
+        };
+        (kib("VmRSS:"), kib("VmHWM:"))
+    }
+
+    fn policy(module: &Path, settings: &Value, reads_nodes: bool) -> Value {
+        let mut resources = vec![
+            json!({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass"}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap"}),
+        ];
+        if reads_nodes {
+            resources.push(json!({"apiVersion": "v1", "kind": "Node"}));
+        }
+        json!({"module": format!("file://{}", module.display()), "settings": settings,
+               "allowedToMutate": true, "contextAwareResources": resources,
+               "hostCapabilities": ["*"]})
+    }
+
+    pub fn run(options: &Options, kubewarden: &Path) -> Result<()> {
+        let dir =
+            std::env::temp_dir().join(format!("os-placement-server-bench-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(Error::io(&dir))?;
+        let root = repo_root();
+        let settings = read_yaml(&root.join("examples/settings/eks.yaml"))?;
+        let mut modules = vec![("os-placement", options.wasm.clone(), false)];
+        if let Some(baseline) = &options.baseline {
+            modules.push(("before", baseline.clone(), true));
+        }
+        let mut policies = serde_json::Map::new();
+        for (name, wasm, reads_nodes) in &modules {
+            let output = dir.join(format!("{name}.wasm"));
+            annotate_file(
+                &AnnotateFiles {
+                    wasm,
+                    metadata: &root.join("metadata.yml"),
+                    usage: None,
+                    output: &output,
+                },
+                "v1",
+            )?;
+            policies.insert((*name).to_owned(), policy(&output, &settings, *reads_nodes));
+        }
+        let script = dir.join("post.lua");
+        std::fs::write(&script, "wrk.method = \"POST\"\nwrk.headers[\"Content-Type\"] = \"application/json\"\nlocal f = assert(io.open(os.getenv(\"REVIEW\"), \"rb\"))\nwrk.body = f:read(\"*a\")\nf:close()\n")
+            .map_err(Error::io(&script))?;
+        let cases: Vec<_> = cases()?
+            .into_iter()
+            .filter(|c| !c.name.contains("no host call"))
+            .collect();
+        println!(
+            "through policy-server ({}), 1 worker, wrk -t1 -c4 -d{}",
+            kubewarden.join("policy-server").display(),
+            options.duration
+        );
+        println!("\n| nodes | images | module | case | req/s | p50 µs | p99 µs | policy-server RSS / peak KiB |");
+        println!("|---|---|---|---|---|---|---|---|");
+        let mut rows = Vec::new();
+        for (nodes, images) in &options.sizes {
+            let scale = scale(&options.scale_tools, *nodes, *images)?;
+            let api = FakeApi::start(scale.cluster.objects().to_vec())?;
+            let kubeconfig = dir.join("kubeconfig");
+            api.kubeconfig(&kubeconfig)?;
+            let work = dir.join(format!("server-{nodes}"));
+            std::fs::create_dir_all(&work).map_err(Error::io(&work))?;
+            let mut server = PolicyServer::spawn_workers(
+                &kubewarden.join("policy-server"),
+                &work,
+                &Value::Object(policies.clone()),
+                &kubeconfig,
+                1,
+            )?;
+            server.wait_ready(std::time::Duration::from_secs(180))?;
+            for case in &cases {
+                let review = review_of(&case.request);
+                let path = work.join(format!("{}.json", case.name.replace(' ', "-")));
+                std::fs::write(&path, review.to_string()).map_err(Error::io(&path))?;
+                for (name, _, _) in &modules {
+                    // The first request starts the reflectors it needs.
+                    post_json(server.port(), &format!("/validate/{name}"), &review)?;
+                    let url = format!("http://127.0.0.1:{}/validate/{name}", server.port());
+                    let (rps, p50, p99) = wrk(&url, &path, &script, &options.duration)?;
+                    let (rss, peak) = memory(server.pid());
+                    println!("| {nodes} | {images} | {name} | {} | {rps:.0} | {p50:.0} | {p99:.0} | {rss} / {peak} |", case.name);
+                    rows.push(json!({"nodes": nodes, "images": images, "module": name, "case": case.name,
+                        "requests_per_s": rps, "p50_us": p50, "p99_us": p99, "rss_kib": rss, "peak_kib": peak}));
+                }
+            }
+            drop(server);
+            drop(api);
+        }
+        let json_path = options.json.with_file_name("server-scale.json");
+        if let Some(parent) = json_path.parent() {
+            std::fs::create_dir_all(parent).map_err(Error::io(parent))?;
+        }
+        std::fs::write(&json_path, json!({"rows": rows}).to_string())
+            .map_err(Error::io(&json_path))?;
+        println!("\nJSON: {}", json_path.display());
+        let _ = std::fs::remove_dir_all(&dir);
+        Ok(())
     }
 }
 

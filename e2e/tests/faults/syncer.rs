@@ -44,7 +44,9 @@ fn node(i: usize) -> Value {
 fn cluster() -> Vec<Value> {
     let mut objects: Vec<Value> = (0..PODS).map(pod).collect();
     objects.extend((0..NODES).map(node));
-    objects.push(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "os-placement"}}));
+    objects.push(
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "os-placement"}}),
+    );
     objects
 }
 
@@ -115,8 +117,22 @@ fn peak_memory(child: &Child) -> Option<u64> {
 
 fn spawn_syncer(cli: &Path, kubeconfig: &Path, log: &Path) -> Child {
     Command::new(cli)
-        .args(["facts", "sync", "--namespace", "os-placement", "--interval", "60s"])
-        .args(["--registry-timeout", "1s", "--retries", "0", "--concurrency", "16"])
+        .args([
+            "facts",
+            "sync",
+            "--namespace",
+            "os-placement",
+            "--interval",
+            "60s",
+        ])
+        .args([
+            "--registry-timeout",
+            "1s",
+            "--retries",
+            "0",
+            "--concurrency",
+            "16",
+        ])
         .args(["--insecure-registry", NO_REGISTRY])
         .env("KUBECONFIG", kubeconfig)
         .env("DOCKER_CONFIG", log.with_extension("docker"))
@@ -145,7 +161,11 @@ fn the_syncer_follows_ten_thousand_pods_by_watches_and_writes_only_what_changed(
     let first = wait_for(Duration::from_secs(180), || rounds() >= 1)
         .unwrap_or_else(|| panic!("nothing published:\n{}", logged()));
     assert_eq!(cluster_nodes(&api), Some(NODES as u64));
-    assert!(published(&api, &format!("{NO_REGISTRY}/mesh/proxy:1.2")), "{}", logged());
+    assert!(
+        published(&api, &format!("{NO_REGISTRY}/mesh/proxy:1.2")),
+        "{}",
+        logged()
+    );
     let initial = api.seen();
     let listed = tally(&initial);
 
@@ -158,8 +178,10 @@ fn the_syncer_follows_ten_thousand_pods_by_watches_and_writes_only_what_changed(
     wait_for(Duration::from_secs(30), || rounds() >= 2);
     let after_image = api.seen().len();
     api.put(node(NODES));
-    let reacted_node = wait_for(Duration::from_secs(30), || cluster_nodes(&api) == Some(NODES as u64 + 1))
-        .unwrap_or_else(|| panic!("node-{NODES} not published:\n{}", logged()));
+    let reacted_node = wait_for(Duration::from_secs(30), || {
+        cluster_nodes(&api) == Some(NODES as u64 + 1)
+    })
+    .unwrap_or_else(|| panic!("node-{NODES} not published:\n{}", logged()));
     wait_for(Duration::from_secs(30), || rounds() >= 3);
     let seen = api.seen();
     let image_writes = writes(&seen[initial.len()..after_image]);
@@ -178,24 +200,41 @@ fn the_syncer_follows_ten_thousand_pods_by_watches_and_writes_only_what_changed(
     for (what, count) in &listed {
         eprintln!("    {what}: {count}");
     }
-    eprintln!("  a new workload's image published after {reacted_image:.1?} ({image_writes} writes)");
+    eprintln!(
+        "  a new workload's image published after {reacted_image:.1?} ({image_writes} writes)"
+    );
     eprintln!("  a new node published after {reacted_node:.1?} ({node_writes} writes)");
-    eprintln!("  5 s without changes: {} requests {:?}", quiet.len(), tally(&quiet));
+    eprintln!(
+        "  5 s without changes: {} requests {:?}",
+        quiet.len(),
+        tally(&quiet)
+    );
     eprintln!("  peak resident memory: {} KiB", memory.unwrap_or(0));
 
     // Pods listed in pages of 500, every other kind once; one watch each.
     let count = |what: &str| listed.get(what).copied().unwrap_or(0);
     assert_eq!(count("LIST pods"), PODS.div_ceil(500), "{listed:?}");
-    for kind in ["deployments", "replicasets", "statefulsets", "daemonsets", "jobs", "cronjobs",
-        "replicationcontrollers", "nodes", "runtimeclasses"]
-    {
+    for kind in [
+        "deployments",
+        "replicasets",
+        "statefulsets",
+        "daemonsets",
+        "jobs",
+        "cronjobs",
+        "replicationcontrollers",
+        "nodes",
+        "runtimeclasses",
+    ] {
         assert_eq!(count(&format!("LIST {kind}")), 1, "{kind}: {listed:?}");
         assert!(count(&format!("WATCH {kind}")) >= 1, "{kind}: {listed:?}");
     }
     // One shard changed for the image; the cluster ConfigMap and the shard
     // of its name for the node.
     assert_eq!(image_writes, 1, "{image_writes} writes for one image");
-    assert!((1..=2).contains(&node_writes), "{node_writes} writes for one node");
+    assert!(
+        (1..=2).contains(&node_writes),
+        "{node_writes} writes for one node"
+    );
     assert!(
         quiet.iter().all(|s| s.watch),
         "requests without a change: {:?}",

@@ -57,6 +57,28 @@ impl PolicyServer {
         Self::spawn_in(binary, dir, policies, sources, &[], Some(kubeconfig))
     }
 
+    /// [`PolicyServer::spawn_with_kubeconfig`] with `workers` workers (a
+    /// benchmark measures one).
+    pub fn spawn_workers(
+        binary: &Path,
+        dir: &Path,
+        policies: &Value,
+        kubeconfig: &Path,
+        workers: u16,
+    ) -> Result<PolicyServer> {
+        let workers = workers.to_string();
+        let extra = [
+            std::ffi::OsStr::new("--workers"),
+            std::ffi::OsStr::new(&workers),
+        ];
+        Self::spawn_in(binary, dir, policies, None, &extra, Some(kubeconfig))
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     fn spawn_in(
         binary: &Path,
         dir: &Path,
@@ -65,6 +87,10 @@ impl PolicyServer {
         extra: &[&std::ffi::OsStr],
         kubeconfig: Option<&Path>,
     ) -> Result<PolicyServer> {
+        let workers = match extra.iter().position(|a| *a == "--workers") {
+            Some(at) => extra.get(at + 1).and_then(|w| w.to_str()).unwrap_or("2"),
+            None => "2",
+        };
         let policies_path = dir.join("policies.yml");
         write(&policies_path, json_bytes(policies))?;
         let downloads = dir.join("downloads");
@@ -82,14 +108,21 @@ impl PolicyServer {
             .arg(&downloads)
             .args(["--addr", "127.0.0.1", "--port", &port.to_string()])
             .args(["--readiness-probe-port", &probe.to_string()])
-            .args(["--workers", "2", "--log-no-color"])
+            .args(["--workers", workers, "--log-no-color"])
             .arg("--ignore-kubernetes-connection-failure")
             .env("HOME", dir)
             .env("XDG_CACHE_HOME", dir.join("cache"))
             .stdin(Stdio::null())
             .stdout(log("policy-server.log")?)
-            .stderr(log("policy-server.err")?)
-            .args(extra);
+            .stderr(log("policy-server.err")?);
+        let mut rest = extra.iter();
+        while let Some(arg) = rest.next() {
+            if *arg == "--workers" {
+                rest.next();
+            } else {
+                command.arg(arg);
+            }
+        }
         if let Some(kubeconfig) = kubeconfig {
             command.env("KUBECONFIG", kubeconfig);
         }

@@ -89,8 +89,8 @@ pub struct Document<'a> {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime_classes: Option<SortedMap<String, ClusterRuntimeClass>>,
     /// Shard: its number.
-    #[serde(default)]
-    pub shard: u16,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<u16>,
     /// Shard: which part of it, when it is too big for one ConfigMap.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub part: u16,

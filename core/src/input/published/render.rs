@@ -253,7 +253,7 @@ impl<'a> Part<'a> {
             version: FORMAT_VERSION,
             kind: "shard".into(),
             shards: SHARDS,
-            shard: number,
+            shard: Some(number),
             part,
             values: self.values,
             images: images.into(),
