@@ -341,7 +341,7 @@ test-playground: playground-dist
 #   PROPTEST_CASES=200000 cargo test -p os-placement-core --test properties
 CARGO_FUZZ_VERSION := 0.13.1
 FUZZ_TOOLCHAIN ?= nightly
-FUZZ_TARGETS := validate_payload evaluate_structured settings_payload image_reference windows_images_glob
+FUZZ_TARGETS := validate_payload evaluate_structured settings_payload image_reference windows_images_glob published_answer
 FUZZ_SMOKE_RUNS ?= 20000
 FUZZ_RUNS ?= 10000000
 

@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import struct
+import subprocess
 import sys
 
 import yaml
@@ -49,6 +50,27 @@ def images(obj, found):
             images(v, found)
 
 
+def published_seeds():
+    """List answers of the published facts, as `os-placement facts render -o json`
+    writes them for the cluster fixtures and the published example (the CLI
+    `make build` built; none without it)."""
+    cli = os.path.join(ROOT, "target", "release", "os-placement")
+    if not os.access(cli, os.X_OK):
+        print("published_answer: no seeds, run `make build` first")
+        return
+    clusters = os.path.join(ROOT, "e2e", "clusters")
+    inputs = [[os.path.join(clusters, c, f) for f in sorted(os.listdir(os.path.join(clusters, c)))]
+              for c in sorted(os.listdir(clusters)) if os.path.isdir(os.path.join(clusters, c))]
+    inputs.append([os.path.join(ROOT, "door", "tests", "inputs", "published.yaml")])
+    for files in inputs:
+        rendered = subprocess.run([cli, "facts", "render", "-o", "json", *files],
+                                  check=True, capture_output=True).stdout
+        write("published_answer", rendered)
+        items = json.loads(rendered)["items"]
+        for item in items[1:]:
+            write("published_answer", json.dumps({"items": [items[0], item]}).encode())
+
+
 def main():
     settings = []
     for name in sorted(os.listdir(os.path.join(ROOT, "examples", "settings"))):
@@ -75,6 +97,7 @@ def main():
                   json.dumps({"request": request, "settings": chosen}).encode())
     for image in sorted(found):
         write("image_reference", arbitrary_str_pair(image, "*windows*"))
+    published_seeds()
     # Inputs that once failed, replayed first (fuzz/regressions/<target>/).
     regressions = os.path.join(ROOT, "fuzz", "regressions")
     for target in sorted(os.listdir(regressions)):

@@ -123,7 +123,6 @@ fn generated(tools: &Path, script: &str, count: usize) -> Result<Vec<Value>> {
 /// rendered from all of them.
 struct Scale {
     nodes: usize,
-    images: usize,
     cluster: Cluster,
     published_bytes: usize,
 }
@@ -168,7 +167,6 @@ fn scale_published(tools: &Path, nodes: usize, images: usize, publish: bool) -> 
     }
     Ok(Scale {
         nodes,
-        images,
         cluster: Cluster::from_objects(objects),
         published_bytes,
     })
@@ -331,39 +329,7 @@ fn run() -> Result<()> {
     );
     println!("|---|---|---|---|---|---|---|---|---|");
     for (nodes, images) in &options.sizes {
-        let started = Instant::now();
-        let scale = scale(&options.scale_tools, *nodes, *images)?;
-        eprintln!(
-            "cluster of {nodes} nodes and {images} images ready in {:.1?} ({} bytes published)",
-            started.elapsed(),
-            scale.published_bytes
-        );
-        let host = Arc::new(Timed {
-            inner: ContextHost::new().with_cluster(scale.cluster.clone()),
-            spent: Mutex::new((Duration::ZERO, 0)),
-        });
-        for (name, module) in &modules {
-            let instance = module.instantiate_with(host.clone())?;
-            for case in &cases {
-                let figures = time_case(&instance, &host, case, options.rounds)?;
-                let memory = peak_memory(module, host.clone(), case)?;
-                println!(
-                    "| {} | {} | {name} | {} | {:.1} | {:.1} | {:.1} | {} | {memory} |",
-                    scale.nodes,
-                    scale.images,
-                    case.name,
-                    figures.total.median,
-                    figures.host.median,
-                    figures.policy.median,
-                    figures.answer_bytes
-                );
-                rows.push(json!({"nodes": scale.nodes, "images": scale.images, "module": name,
-                    "case": case.name, "total_us": figures.total.median, "total_p99_us": figures.total.p99,
-                    "host_us": figures.host.median, "policy_us": figures.policy.median,
-                    "answer_bytes": figures.answer_bytes, "peak_memory_kib": memory,
-                    "accepted": figures.accepted}));
-            }
-        }
+        rows.extend(time_size(&options, *nodes, *images, &modules, &cases)?);
     }
     unpublished(&options, &modules, &cases, &mut rows)?;
     summary(&rows);
@@ -375,6 +341,49 @@ fn run() -> Result<()> {
     std::fs::write(&options.json, text).map_err(Error::io(&options.json))?;
     println!("\nJSON: {}", options.json.display());
     Ok(())
+}
+
+/// Every case on every module in the cluster of one size, a row each.
+fn time_size(
+    options: &Options,
+    nodes: usize,
+    images: usize,
+    modules: &[(&str, PolicyModule)],
+    cases: &[Case],
+) -> Result<Vec<Value>> {
+    let started = Instant::now();
+    let scale = scale(&options.scale_tools, nodes, images)?;
+    eprintln!(
+        "cluster of {nodes} nodes and {images} images ready in {:.1?} ({} bytes published)",
+        started.elapsed(),
+        scale.published_bytes
+    );
+    let host = Arc::new(Timed {
+        inner: ContextHost::new().with_cluster(scale.cluster.clone()),
+        spent: Mutex::new((Duration::ZERO, 0)),
+    });
+    let mut rows = Vec::new();
+    for (name, module) in modules {
+        let instance = module.instantiate_with(host.clone())?;
+        for case in cases {
+            let figures = time_case(&instance, &host, case, options.rounds)?;
+            let memory = peak_memory(module, host.clone(), case)?;
+            println!(
+                "| {nodes} | {images} | {name} | {} | {:.1} | {:.1} | {:.1} | {} | {memory} |",
+                case.name,
+                figures.total.median,
+                figures.host.median,
+                figures.policy.median,
+                figures.answer_bytes
+            );
+            rows.push(json!({"nodes": nodes, "images": images, "module": name,
+                "case": case.name, "total_us": figures.total.median, "total_p99_us": figures.total.p99,
+                "host_us": figures.host.median, "policy_us": figures.policy.median,
+                "answer_bytes": figures.answer_bytes, "peak_memory_kib": memory,
+                "accepted": figures.accepted}));
+        }
+    }
+    Ok(rows)
 }
 
 /// The module in a cluster of 1,000 nodes with no published facts (no
@@ -461,7 +470,7 @@ mod server {
     use xtask::local::http::post_json;
     use xtask::local::policy_server::PolicyServer;
 
-    use super::{cases, scale, Options};
+    use super::{cases, scale, Case, Options};
 
     /// What wrk measured: requests per second, p50 and p99 in µs.
     fn wrk(url: &str, review: &Path, script: &Path, duration: &str) -> Result<(f64, f64, f64)> {
@@ -524,10 +533,9 @@ mod server {
                "hostCapabilities": ["*"]})
     }
 
-    pub fn run(options: &Options, kubewarden: &Path) -> Result<()> {
-        let dir =
-            std::env::temp_dir().join(format!("os-placement-server-bench-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).map_err(Error::io(&dir))?;
+    /// The modules annotated in `dir`, and their entries of policy-server's
+    /// policies file: the earlier build may also read Nodes.
+    fn annotate(options: &Options, dir: &Path) -> Result<(Value, Vec<&'static str>)> {
         let root = repo_root();
         let settings = read_yaml(&root.join("examples/settings/eks.yaml"))?;
         let mut modules = vec![("os-placement", options.wasm.clone(), false)];
@@ -537,20 +545,80 @@ mod server {
         let mut policies = serde_json::Map::new();
         for (name, wasm, reads_nodes) in &modules {
             let output = dir.join(format!("{name}.wasm"));
-            annotate_file(
-                &AnnotateFiles {
-                    wasm,
-                    metadata: &root.join("metadata.yml"),
-                    usage: None,
-                    output: &output,
-                },
-                "v1",
-            )?;
+            let files = AnnotateFiles {
+                wasm,
+                metadata: &root.join("metadata.yml"),
+                usage: None,
+                output: &output,
+            };
+            annotate_file(&files, "v1")?;
             policies.insert((*name).to_owned(), policy(&output, &settings, *reads_nodes));
         }
+        let names = modules.iter().map(|(name, _, _)| *name).collect();
+        Ok((Value::Object(policies), names))
+    }
+
+    /// What every size is served with.
+    struct Served<'a> {
+        kubewarden: &'a Path,
+        policies: &'a Value,
+        modules: &'a [&'static str],
+        script: &'a Path,
+        dir: &'a Path,
+    }
+
+    /// The cluster of one size behind the fake API, policy-server in front,
+    /// every case loaded on every module; a row each.
+    fn serve_size(
+        options: &Options,
+        served: &Served<'_>,
+        cases: &[Case],
+        nodes: usize,
+        images: usize,
+    ) -> Result<Vec<Value>> {
+        let scale = scale(&options.scale_tools, nodes, images)?;
+        let api = FakeApi::start(scale.cluster.objects().to_vec())?;
+        let kubeconfig = served.dir.join("kubeconfig");
+        api.kubeconfig(&kubeconfig)?;
+        let work = served.dir.join(format!("server-{nodes}"));
+        std::fs::create_dir_all(&work).map_err(Error::io(&work))?;
+        let binary = served.kubewarden.join("policy-server");
+        let mut server =
+            PolicyServer::spawn_workers(&binary, &work, served.policies, &kubeconfig, 1)?;
+        server.wait_ready(std::time::Duration::from_secs(180))?;
+        let mut rows = Vec::new();
+        for case in cases {
+            let review = review_of(&case.request);
+            let path = work.join(format!("{}.json", case.name.replace(' ', "-")));
+            std::fs::write(&path, review.to_string()).map_err(Error::io(&path))?;
+            for name in served.modules {
+                // The first request starts the reflectors it needs.
+                post_json(server.port(), &format!("/validate/{name}"), &review)?;
+                let url = format!("http://127.0.0.1:{}/validate/{name}", server.port());
+                let (rps, p50, p99) = wrk(&url, &path, served.script, &options.duration)?;
+                let (rss, peak) = memory(server.pid());
+                println!(
+                    "| {nodes} | {images} | {name} | {} | {rps:.0} | {p50:.0} | {p99:.0} | {rss} / {peak} |",
+                    case.name
+                );
+                rows.push(json!({"nodes": nodes, "images": images, "module": name, "case": case.name,
+                    "requests_per_s": rps, "p50_us": p50, "p99_us": p99, "rss_kib": rss, "peak_kib": peak}));
+            }
+        }
+        Ok(rows)
+    }
+
+    /// wrk's script: POST the AdmissionReview file `$REVIEW`.
+    const POST_SCRIPT: &str = "wrk.method = \"POST\"\nwrk.headers[\"Content-Type\"] = \"application/json\"\nlocal f = assert(io.open(os.getenv(\"REVIEW\"), \"rb\"))\nwrk.body = f:read(\"*a\")\nf:close()\n";
+
+    /// Every size served in turn; the table printed, the rows written as JSON.
+    pub fn run(options: &Options, kubewarden: &Path) -> Result<()> {
+        let dir =
+            std::env::temp_dir().join(format!("os-placement-server-bench-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(Error::io(&dir))?;
+        let (policies, modules) = annotate(options, &dir)?;
         let script = dir.join("post.lua");
-        std::fs::write(&script, "wrk.method = \"POST\"\nwrk.headers[\"Content-Type\"] = \"application/json\"\nlocal f = assert(io.open(os.getenv(\"REVIEW\"), \"rb\"))\nwrk.body = f:read(\"*a\")\nf:close()\n")
-            .map_err(Error::io(&script))?;
+        std::fs::write(&script, POST_SCRIPT).map_err(Error::io(&script))?;
         let cases: Vec<_> = cases()?
             .into_iter()
             .filter(|c| !c.name.contains("no host call"))
@@ -562,39 +630,16 @@ mod server {
         );
         println!("\n| nodes | images | module | case | req/s | p50 µs | p99 µs | policy-server RSS / peak KiB |");
         println!("|---|---|---|---|---|---|---|---|");
+        let served = Served {
+            kubewarden,
+            policies: &policies,
+            modules: &modules,
+            script: &script,
+            dir: &dir,
+        };
         let mut rows = Vec::new();
         for (nodes, images) in &options.sizes {
-            let scale = scale(&options.scale_tools, *nodes, *images)?;
-            let api = FakeApi::start(scale.cluster.objects().to_vec())?;
-            let kubeconfig = dir.join("kubeconfig");
-            api.kubeconfig(&kubeconfig)?;
-            let work = dir.join(format!("server-{nodes}"));
-            std::fs::create_dir_all(&work).map_err(Error::io(&work))?;
-            let mut server = PolicyServer::spawn_workers(
-                &kubewarden.join("policy-server"),
-                &work,
-                &Value::Object(policies.clone()),
-                &kubeconfig,
-                1,
-            )?;
-            server.wait_ready(std::time::Duration::from_secs(180))?;
-            for case in &cases {
-                let review = review_of(&case.request);
-                let path = work.join(format!("{}.json", case.name.replace(' ', "-")));
-                std::fs::write(&path, review.to_string()).map_err(Error::io(&path))?;
-                for (name, _, _) in &modules {
-                    // The first request starts the reflectors it needs.
-                    post_json(server.port(), &format!("/validate/{name}"), &review)?;
-                    let url = format!("http://127.0.0.1:{}/validate/{name}", server.port());
-                    let (rps, p50, p99) = wrk(&url, &path, &script, &options.duration)?;
-                    let (rss, peak) = memory(server.pid());
-                    println!("| {nodes} | {images} | {name} | {} | {rps:.0} | {p50:.0} | {p99:.0} | {rss} / {peak} |", case.name);
-                    rows.push(json!({"nodes": nodes, "images": images, "module": name, "case": case.name,
-                        "requests_per_s": rps, "p50_us": p50, "p99_us": p99, "rss_kib": rss, "peak_kib": peak}));
-                }
-            }
-            drop(server);
-            drop(api);
+            rows.extend(serve_size(options, &served, &cases, *nodes, *images)?);
         }
         let json_path = options.json.with_file_name("server-scale.json");
         if let Some(parent) = json_path.parent() {

@@ -187,8 +187,15 @@ fn inventory(cluster: &str) -> (BTreeSet<String>, BTreeSet<String>, usize) {
         }
     }
     // The published node facts say the same, in classes.
+    assert_eq!(published_builds(&*host, items.len()), builds);
+    (builds, taints, items.len())
+}
+
+/// The Windows builds of the node classes the facts syncer publishes for
+/// the cluster of `host`, whose classes count `nodes` nodes in all.
+fn published_builds(host: &dyn HostCalls, nodes: usize) -> BTreeSet<String> {
     let published = call(
-        &*host,
+        host,
         "kubernetes",
         "list_resources_by_namespace",
         &json!({"api_version": "v1", "kind": "ConfigMap", "namespace": "os-placement",
@@ -200,13 +207,11 @@ fn inventory(cluster: &str) -> (BTreeSet<String>, BTreeSet<String>, usize) {
         serde_json::from_str(published["items"][0]["data"]["index"].as_str().unwrap()).unwrap();
     let classes = index["classes"].as_array().unwrap();
     let counted: u64 = classes.iter().map(|c| c["count"].as_u64().unwrap()).sum();
-    assert_eq!(counted, items.len() as u64);
-    let published_builds: BTreeSet<String> = classes
+    assert_eq!(counted, nodes as u64);
+    classes
         .iter()
         .filter_map(|c| c["windowsBuild"].as_str().map(str::to_owned))
-        .collect();
-    assert_eq!(published_builds, builds);
-    (builds, taints, items.len())
+        .collect()
 }
 
 #[test]

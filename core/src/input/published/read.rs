@@ -211,8 +211,9 @@ impl Found {
     }
 
     /// The node inventory: each class of nodes, and apart from its class
-    /// each node the pod selects by one of `names` (name or hostname). The
-    /// other nodes of a class are known to carry none of `names`.
+    /// each node the pod selects by one of `names` (name or hostname) that
+    /// the facts hold. The other nodes of a class are known to carry none of
+    /// those; a name the facts do not hold may be any node's.
     /// `not_published` words the failure when there are no node facts.
     pub fn node_facts(&self, names: &[String], not_published: &str) -> NodeFacts {
         let Some(cluster) = &self.cluster else {
@@ -225,18 +226,26 @@ impl Found {
         if let (false, Some(problem)) = (names.is_empty(), self.problems.first()) {
             return NodeFacts::LookupFailed(problem.clone());
         }
+        // Each name found, in a class the document has; a name not found may
+        // be a node the syncer has not published yet (seconds behind a new
+        // node): it stays possible, so a DaemonSet's first pod on a new node
+        // is never refused for it.
+        let found: Vec<(&String, usize, bool)> = self
+            .names
+            .iter()
+            .filter_map(|(name, (class, same))| {
+                Some((name, classes.iter().position(|(id, _)| id == class)?, *same))
+            })
+            .collect();
+        let known: Vec<String> = found.iter().map(|(name, _, _)| (*name).clone()).collect();
         let mut nodes: Vec<Node> = classes
             .iter()
-            .map(|(_, class)| unnamed(class, names, cluster.hostnames_are_names))
+            .map(|(_, class)| unnamed(class, &known, cluster.hostnames_are_names))
             .collect();
-        for (name, (class, hostname_is_name)) in &self.names {
-            let Some(at) = classes.iter().position(|(id, _)| id == class) else {
-                // A class the cluster document no longer has: unknown.
-                continue;
-            };
+        for (name, at, hostname_is_name) in found {
             if let (Some(entry), Some((_, class))) = (nodes.get_mut(at), classes.get(at)) {
                 entry.count = entry.count.saturating_sub(1);
-                nodes.push(named(class, name, *hostname_is_name));
+                nodes.push(named(class, name, hostname_is_name));
             }
         }
         nodes.retain(|n| n.count > 0);
@@ -245,13 +254,13 @@ impl Found {
 }
 
 /// The nodes of a class not looked up by name: their names are none of
-/// `looked_up`, nor their hostnames when hostnames are names.
-fn unnamed(class: &Node, looked_up: &[String], hostnames_are_names: bool) -> Node {
+/// `found`, nor their hostnames when hostnames are names.
+fn unnamed(class: &Node, found: &[String], hostnames_are_names: bool) -> Node {
     let mut node = class.clone();
     if hostnames_are_names {
         node.varying.retain(|key| key != HOSTNAME_LABEL);
     }
-    node.unnamed = Some(looked_up.to_vec());
+    node.unnamed = Some(found.to_vec());
     node
 }
 
