@@ -125,15 +125,18 @@ fn problem_lines(label: &str, error: &SettingsTextError) -> Vec<String> {
 /// Reads a facts file (`--facts`).
 fn load_facts(path: &Path) -> Result<HostFacts, CliError> {
     let text = read_path(path)?;
-    HostFacts::read(&text).map_err(|e| {
-        CliError::Facts(format!(
-            "{}:{}:{}: {}",
-            path.display(),
-            e.at.line,
-            e.at.column,
-            e.message
-        ))
-    })
+    HostFacts::read(&text).map_err(|e| facts_error(path, &e))
+}
+
+/// A facts file that does not read: `file:line:column: what is wrong`.
+pub fn facts_error(path: &Path, error: &os_placement_door::TextError) -> CliError {
+    CliError::Facts(format!(
+        "{}:{}:{}: {}",
+        path.display(),
+        error.at.line,
+        error.at.column,
+        error.message
+    ))
 }
 
 /// A settings file path as given on the command line.

@@ -5,12 +5,12 @@
 
 use std::io::{self, Write};
 
-use os_placement_core::published;
 use os_placement_door::emit::value_to_yaml;
 use os_placement_door::HostFacts;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::args::{RenderArgs, RenderFormat};
+use crate::engine::facts_error;
 use crate::error::CliError;
 use crate::inputs::read_path_within;
 
@@ -23,17 +23,9 @@ pub fn run(args: &RenderArgs) -> Result<u8, CliError> {
     let mut facts = HostFacts::default();
     for path in &args.files {
         let text = read_path_within(path, MAX_FACTS_BYTES)?;
-        facts.add_text(&text).map_err(|e| {
-            CliError::Facts(format!(
-                "{}:{}:{}: {}",
-                path.display(),
-                e.at.line,
-                e.at.column,
-                e.message
-            ))
-        })?;
+        facts.add_text(&text).map_err(|e| facts_error(path, &e))?;
     }
-    let maps = config_maps(&facts, &args.namespace);
+    let maps = facts.published(&args.namespace);
     let mut out = io::stdout().lock();
     match args.output {
         RenderFormat::Yaml => {
@@ -50,18 +42,4 @@ pub fn run(args: &RenderArgs) -> Result<u8, CliError> {
     }
     out.flush()?;
     Ok(0)
-}
-
-/// The ConfigMaps publishing what `facts` holds in `namespace`.
-pub fn config_maps(facts: &HostFacts, namespace: &str) -> Vec<Value> {
-    let sources = facts.render_sources();
-    published::config_maps(
-        &published::Sources {
-            nodes: sources.nodes.as_deref(),
-            runtime_classes: sources.runtime_classes.as_ref(),
-            images: &sources.images,
-            resolved_at: None,
-        },
-        namespace,
-    )
 }

@@ -408,18 +408,9 @@ impl FactsHost {
 /// found its Nodes and RuntimeClasses and resolved its images to what the
 /// file says: what `os-placement facts render` writes for it.
 fn published_config_maps(text: &str) -> Vec<Value> {
-    let sources = os_placement_door::read_facts(text)
+    os_placement_door::read_facts(text)
         .unwrap()
-        .render_sources();
-    os_placement_core::published::config_maps(
-        &os_placement_core::published::Sources {
-            nodes: sources.nodes.as_deref(),
-            runtime_classes: sources.runtime_classes.as_ref(),
-            images: &sources.images,
-            resolved_at: None,
-        },
-        os_placement_core::DEFAULT_FACTS_NAMESPACE,
-    )
+        .published(os_placement_core::DEFAULT_FACTS_NAMESPACE)
 }
 
 /// What the registry serves for an image of the facts file.

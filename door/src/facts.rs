@@ -179,6 +179,21 @@ impl HostFacts {
         )
     }
 
+    /// The ConfigMaps the facts syncer would publish in `namespace` for
+    /// what the file holds (`os-placement facts render`).
+    pub fn published(&self, namespace: &str) -> Vec<serde_json::Value> {
+        let sources = self.render_sources();
+        published::config_maps(
+            &published::Sources {
+                nodes: sources.nodes.as_deref(),
+                runtime_classes: sources.runtime_classes.as_ref(),
+                images: &sources.images,
+                resolved_at: None,
+            },
+            namespace,
+        )
+    }
+
     /// What the file holds, for `os-placement facts render`: Node and
     /// RuntimeClass objects and every image's facts.
     pub fn render_sources(&self) -> RenderSources {

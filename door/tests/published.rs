@@ -8,7 +8,6 @@
 
 use std::path::{Path, PathBuf};
 
-use os_placement_core::published::{self, Sources};
 use os_placement_core::{Operation, Settings};
 use os_placement_door::{objects, read_settings, read_stream, Answer, Found, HostFacts, Options};
 use serde_json::{json, Value};
@@ -26,16 +25,7 @@ fn read(path: &Path) -> String {
 
 /// The published ConfigMaps for what `text` holds, as a `v1` `List`.
 fn rendered(text: &str) -> String {
-    let sources = HostFacts::read(text).unwrap().render_sources();
-    let maps = published::config_maps(
-        &Sources {
-            nodes: sources.nodes.as_deref(),
-            runtime_classes: sources.runtime_classes.as_ref(),
-            images: &sources.images,
-            resolved_at: None,
-        },
-        "os-placement",
-    );
+    let maps = HostFacts::read(text).unwrap().published("os-placement");
     json!({"apiVersion": "v1", "kind": "List", "items": maps}).to_string()
 }
 
@@ -243,7 +233,7 @@ fn pods_that_name_their_node_are_judged_as_with_the_node_list() {
     for (cluster, listing) in clusters() {
         let full = HostFacts::read(&listing).unwrap();
         let published = HostFacts::read(&rendered(&listing)).unwrap();
-        let mut names: Vec<String> = full
+        let names: Vec<String> = full
             .render_sources()
             .nodes
             .unwrap()

@@ -22,7 +22,6 @@ use std::time::{Duration, Instant};
 
 use os_placement_bench::stats::{stats, Stats};
 use os_placement_bench::{Error, Result};
-use os_placement_core::published::{self, Sources};
 use os_placement_door::HostFacts;
 use os_placement_e2e::capabilities::{Cluster, ContextHost};
 use os_placement_e2e::host::HostCalls;
@@ -148,16 +147,7 @@ fn scale_published(tools: &Path, nodes: usize, images: usize, publish: bool) -> 
     facts
         .add_text(&legacy_list)
         .map_err(|e| Error::Unexpected(e.message))?;
-    let sources = facts.render_sources();
-    let maps = published::config_maps(
-        &Sources {
-            nodes: sources.nodes.as_deref(),
-            runtime_classes: sources.runtime_classes.as_ref(),
-            images: &sources.images,
-            resolved_at: None,
-        },
-        os_placement_core::DEFAULT_FACTS_NAMESPACE,
-    );
+    let maps = facts.published(os_placement_core::DEFAULT_FACTS_NAMESPACE);
     let published_bytes = maps.iter().map(|m| m.to_string().len()).sum();
     let mut objects = os_placement_e2e::capabilities::objects_of(&runtime_classes)?;
     objects.extend(node_objects);

@@ -6,14 +6,14 @@
 //! The syncer of this release replaces them with the published facts of
 //! this module's parent, and deletes them.
 
-use std::borrow::Cow;
 use std::fmt;
 
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::input::facts::ImageFacts;
+use crate::input::published::parse::Text;
 use crate::vocab::ordered::SortedMap;
 
 /// The label every image facts ConfigMap carries, with the value `"true"`.
@@ -150,7 +150,7 @@ impl<'de> Visitor<'de> for WantedSeed<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut kept = Vec::new();
-        while let Some(key) = map.next_key::<Key<'de>>()? {
+        while let Some(key) = map.next_key::<Text<'de>>()? {
             match self.level {
                 Level::Document if key.0 == "images" => {
                     let images = WantedSeed {
@@ -168,33 +168,6 @@ impl<'de> Visitor<'de> for WantedSeed<'_> {
             }
         }
         Ok(kept)
-    }
-}
-
-/// A map key, borrowed from the text when it has no escapes.
-struct Key<'de>(Cow<'de, str>);
-
-impl<'de> Deserialize<'de> for Key<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_str(KeyVisitor)
-    }
-}
-
-struct KeyVisitor;
-
-impl<'de> Visitor<'de> for KeyVisitor {
-    type Value = Key<'de>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a string")
-    }
-
-    fn visit_borrowed_str<E: de::Error>(self, text: &'de str) -> Result<Key<'de>, E> {
-        Ok(Key(Cow::Borrowed(text)))
-    }
-
-    fn visit_str<E: de::Error>(self, text: &str) -> Result<Key<'de>, E> {
-        Ok(Key(Cow::Owned(text.to_owned())))
     }
 }
 
