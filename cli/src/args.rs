@@ -53,9 +53,9 @@ pub enum FactsCommand {
     /// as such and retried later; they do not fail the sync.
     Sync(SyncArgs),
     /// Write the ConfigMaps the facts syncer would publish for the facts in
-    /// FILE...: `kubectl get nodes,runtimeclasses -o yaml` (or `-o json`)
-    /// output as it is, image facts documents (what --facts reads), and
-    /// published ConfigMaps. `os-placement facts render nodes.yaml
+    /// FILE...: `kubectl get nodes,runtimeclasses,nodepools,ec2nodeclasses -o
+    /// yaml` (or `-o json`) output as it is, image facts documents (what
+    /// --facts reads), and published ConfigMaps. `os-placement facts render nodes.yaml
     /// images.json | kubectl apply -f -` publishes facts without the syncer
     /// (GitOps, air-gapped clusters).
     ///
@@ -164,8 +164,8 @@ pub struct PolicyArgs {
     #[arg(long, value_enum, ignore_case = true, default_value_t = OperationArg::Create)]
     pub operation: OperationArg,
     /// What the cluster and registries hold, as the policy would look it up:
-    /// `kubectl get nodes,runtimeclasses -o yaml` output, and/or image
-    /// platforms (README, "Facts"). Without it (and --lookup) nothing is looked up.
+    /// `kubectl get nodes,runtimeclasses,nodepools,ec2nodeclasses -o yaml`
+    /// output, and/or image platforms (README, "Facts"). Without it (and --lookup) nothing is looked up.
     #[arg(long, value_name = "FILE")]
     pub facts: Option<PathBuf>,
     /// Read the platforms of the images the objects need from their

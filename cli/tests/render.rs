@@ -246,3 +246,60 @@ fn check_answers_alike_with_the_node_list_and_the_rendered_facts() {
     );
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// `kubectl get nodes,nodepools,ec2nodeclasses -o yaml` as `--facts` and
+/// through `facts render`: a Windows Deployment on a cluster with Linux
+/// nodes only is admitted for the windows2022 NodePool, a Windows 2025 one
+/// rejected naming the NodePool whose AMIs are not found, alike both ways.
+#[test]
+fn nodepools_in_the_facts_count_as_nodes_both_ways() {
+    let dir = scratch("nodepools");
+    let cluster = "../e2e/clusters/eks-karpenter/cluster.yaml";
+    let rendered = run(&["facts", "render", cluster], None);
+    assert_eq!(code(&rendered), 0, "{}", stderr(&rendered));
+    assert!(
+        stdout(&rendered).contains("NodePool windows2022"),
+        "{}",
+        stdout(&rendered)
+    );
+    let published_path = dir.join("published.yaml");
+    std::fs::write(&published_path, stdout(&rendered)).unwrap();
+    let check = |manifest: &str, facts: &str| {
+        let output = run(
+            &[
+                "check",
+                manifest,
+                "-o",
+                "json",
+                "--settings",
+                "../examples/settings/eks-karpenter.yaml",
+                "--facts",
+                facts,
+            ],
+            None,
+        );
+        let report: Value = serde_json::from_str(&stdout(&output))
+            .unwrap_or_else(|e| panic!("{e}: {}", stderr(&output)));
+        (code(&output), report["results"][0].clone())
+    };
+    let published = published_path.to_str().unwrap();
+    for facts in [cluster, published] {
+        let (admitted, result) = check(
+            "../examples/manifests/karpenter-iis-2022-deployment.yaml",
+            facts,
+        );
+        assert_eq!(admitted, 0, "{facts}: {result}");
+        assert!(!result.to_string().contains("no-node"), "{facts}: {result}");
+        let (rejected, result) = check(
+            "../examples/manifests/karpenter-servercore-2025-deployment.yaml",
+            facts,
+        );
+        assert_eq!(rejected, 1, "{facts}: {result}");
+        let text = result.to_string();
+        assert!(
+            text.contains("NodePool windows2025") && text.contains("AMIsReady is False"),
+            "{facts}: {text}"
+        );
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -34,14 +34,20 @@ pub use input::review::{locate_pod_spec, Operation, Review};
 pub use input::settings::schema::{FieldSchema, Shape};
 pub use input::settings::{
     DefaultOs, ImageFactsSource, ImageLookup, ImageRule, LookupFailure, NodeInventory,
-    RuntimeClass, Scheduling, Settings, SettingsError, TaintSetting, DEFAULT_FACTS_NAMESPACE,
-    SETTING_KEYS,
+    NodeTemplate, RuntimeClass, Scheduling, Settings, SettingsError, TaintFields, TaintSetting,
+    DEFAULT_FACTS_NAMESPACE, SETTING_KEYS,
 };
 
 /// Image facts published in the cluster: the ConfigMaps the facts syncer
 /// writes and every door reads.
 pub mod published {
     pub use crate::input::published::*;
+}
+
+/// Capacity that appears on demand: Karpenter NodePools (with their node
+/// classes) and node templates as the nodes they can launch.
+pub mod capacity {
+    pub use crate::input::capacity::*;
 }
 
 /// Host answers read as facts: the JSON a Kubewarden host returns (or

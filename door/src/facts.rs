@@ -11,6 +11,9 @@
 //!   Node objects); or
 //! - Kubernetes objects as `kubectl get nodes,runtimeclasses -o yaml` (or
 //!   `-o json`) prints them: Nodes and RuntimeClasses, alone or in a List;
+//!   Karpenter's NodePools with their EC2NodeClasses (or EKS Auto Mode
+//!   NodeClasses), as `kubectl get nodepools,ec2nodeclasses -o yaml` prints
+//!   them, whose launchable nodes join the listed Nodes;
 //!   and the ConfigMaps the facts syncer or `os-placement facts render`
 //!   publishes (`kubectl get configmaps -n os-placement -l
 //!   os-placement.kubewarden.io/facts -o yaml`), read as the policy reads
@@ -28,6 +31,7 @@
 
 use std::collections::BTreeMap;
 
+use os_placement_core::capacity;
 use os_placement_core::host_answers::{self, AnswerProblem, ManifestAnswer};
 use os_placement_core::published::{self, PublishedMap, Wanted};
 use os_placement_core::{
@@ -51,6 +55,8 @@ pub struct HostFacts {
     /// Image facts ConfigMaps were given: an image not among them is not published yet.
     published_images: bool,
     nodes: Option<NodeFacts>,
+    /// NodePools and node classes: what they launch joins the listed Nodes.
+    capacity: Vec<serde_json::Value>,
     /// Published ConfigMaps (name, `data.index`), read as the policy reads them.
     published: Vec<(String, Option<String>)>,
     /// The images those ConfigMaps keep readable, for `facts render`.
@@ -60,7 +66,8 @@ pub struct HostFacts {
 /// What a facts file holds, as `os-placement facts render` publishes it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RenderSources {
-    /// The Node objects; `None` when there were none.
+    /// The Node objects, and what the NodePools launch; `None` when there
+    /// were no Nodes.
     pub nodes: Option<Vec<ClusterNode>>,
     /// The RuntimeClass objects; `None` when there were none.
     pub runtime_classes: Option<SortedMap<String, ClusterRuntimeClass>>,
@@ -68,7 +75,7 @@ pub struct RenderSources {
     pub images: SortedMap<String, ImageFacts>,
 }
 
-const EXPECTED: &str = "a facts file holds images, runtimeClasses and nodes (the policy's facts), or Node and RuntimeClass objects (kubectl get nodes,runtimeclasses -o yaml) and published facts ConfigMaps (kubectl get configmaps -n os-placement -l os-placement.kubewarden.io/facts -o yaml)";
+const EXPECTED: &str = "a facts file holds images, runtimeClasses and nodes (the policy's facts), or Node, RuntimeClass, NodePool and EC2NodeClass objects (kubectl get nodes,runtimeclasses,nodepools,ec2nodeclasses -o yaml) and published facts ConfigMaps (kubectl get configmaps -n os-placement -l os-placement.kubewarden.io/facts -o yaml)";
 
 impl HostFacts {
     /// Reads a facts file; an error names where and what is wrong.
@@ -145,17 +152,28 @@ impl HostFacts {
         }
         if needs.nodes {
             facts.nodes = Some(match (&self.nodes, &found) {
+                (Some(NodeFacts::Listed(nodes)), _) => NodeFacts::Listed(self.with_capacity(nodes)),
                 (Some(nodes), _) => nodes.clone(),
-                (None, Some(published)) => published.node_facts(
+                (None, Some(published)) => match published.node_facts(
                     &needs.node_names,
                     "the facts file's published facts hold no node facts",
-                ),
+                ) {
+                    NodeFacts::Listed(nodes) => NodeFacts::Listed(self.with_capacity(&nodes)),
+                    failed => failed,
+                },
                 (None, None) => {
                     NodeFacts::LookupFailed("the facts file lists no Nodes".to_string())
                 }
             });
         }
         facts
+    }
+
+    /// `nodes` and what the file's NodePools launch.
+    fn with_capacity(&self, nodes: &[ClusterNode]) -> Vec<ClusterNode> {
+        let mut all = nodes.to_vec();
+        all.extend(capacity::from_objects(&self.capacity));
+        all
     }
 
     /// The published ConfigMaps read for `needs`, as the policy reads them.
@@ -198,7 +216,7 @@ impl HostFacts {
     /// RuntimeClass objects and every image's facts.
     pub fn render_sources(&self) -> RenderSources {
         let nodes = match &self.nodes {
-            Some(NodeFacts::Listed(nodes)) => Some(nodes.clone()),
+            Some(NodeFacts::Listed(nodes)) => Some(self.with_capacity(nodes)),
             _ => None,
         };
         let runtime_classes = self.listed_runtime_classes.then(|| {
@@ -255,11 +273,12 @@ impl HostFacts {
         }
     }
 
-    /// A Node, a RuntimeClass, or a list of them.
+    /// A Node, a RuntimeClass, a NodePool or node class, or a list of them.
     fn add_object(&mut self, node: &Node, what: &str) -> Result<(), TextError> {
         let kind = node.text("kind").unwrap_or("");
         match (kind, node.get("items")) {
             ("Node", _) => self.push_node(host_answers::node(&node.to_json())),
+            ("NodePool" | "EC2NodeClass" | "NodeClass", _) => self.add_capacity(node, what)?,
             ("ConfigMap", _) => self.add_config_map(node, what)?,
             ("RuntimeClass", _) => {
                 let name = node
@@ -347,6 +366,28 @@ impl HostFacts {
         }
         self.published.push((name, index.map(str::to_string)));
         self.published_images = true;
+        Ok(())
+    }
+
+    /// A NodePool or node class of the versions Karpenter serves today.
+    fn add_capacity(&mut self, node: &Node, what: &str) -> Result<(), TextError> {
+        let object = node.to_json();
+        if !capacity::is_capacity_object(&object) {
+            let kind = node.text("kind").unwrap_or_default();
+            let version = node.text("apiVersion").unwrap_or_default();
+            let Some(expected) = capacity::CAPACITY_KINDS.iter().find(|k| k.kind == kind) else {
+                return Err(problem(node, format!("{what} is a {kind}: {EXPECTED}")));
+            };
+            let group = expected.api_version.split('/').next().unwrap_or_default();
+            return Err(problem(
+                node,
+                format!(
+                    "{what} is a {kind} of {version:?}: this release reads {kind} of {} (kubectl get {}.{group} -o yaml)",
+                    expected.api_version, expected.plural
+                ),
+            ));
+        }
+        self.capacity.push(object);
         Ok(())
     }
 
@@ -701,5 +742,44 @@ metadata:
         let e = HostFacts::read("runtimeClasses:\n  x: maybe\n").unwrap_err();
         assert!(e.message.starts_with("runtimeClasses[\"x\"]"), "{e}");
         assert!(HostFacts::read("").unwrap().is_empty());
+    }
+
+    const NODEPOOLS: &str = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: karpenter.sh/v1\n  kind: NodePool\n  metadata: {name: windows2022}\n  spec:\n    template:\n      spec:\n        nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: windows2022}\n- apiVersion: karpenter.k8s.aws/v1\n  kind: EC2NodeClass\n  metadata: {name: windows2022}\n  spec:\n    amiSelectorTerms: [{alias: windows2022@latest}]\n";
+
+    /// `kubectl get nodepools,ec2nodeclasses -o yaml` beside the Nodes:
+    /// what the NodePools launch joins the inventory, in the answer and in
+    /// what `facts render` publishes.
+    #[test]
+    fn nodepools_join_the_listed_nodes() {
+        let mut facts = HostFacts::read(KUBECTL).unwrap();
+        facts.add_text(NODEPOOLS).unwrap();
+        let answer = facts.answer(&needs(&[], &[], true));
+        let nodes = answer.listed_nodes().unwrap();
+        assert_eq!(nodes.len(), 2);
+        assert_eq!(nodes[1].describe(), "NodePool windows2022 (none yet)");
+        let rendered = facts.published("os-placement");
+        let index = rendered[0]["data"][published::INDEX_KEY].as_str().unwrap();
+        assert!(
+            index.contains("\"source\":\"NodePool windows2022\""),
+            "{index}"
+        );
+        // Through the published form, the same inventory.
+        let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": rendered});
+        let from_published = HostFacts::read(&list.to_string()).unwrap();
+        let again = from_published.answer(&needs(&[], &[], true));
+        assert_eq!(again.listed_nodes().unwrap().len(), 2);
+        // Negative: NodePools alone are no node inventory.
+        let alone = HostFacts::read(NODEPOOLS).unwrap();
+        assert!(alone
+            .answer(&needs(&[], &[], true))
+            .listed_nodes()
+            .is_none());
+        // An older API version is named with the one this release reads.
+        let beta = NODEPOOLS.replacen("karpenter.sh/v1", "karpenter.sh/v1beta1", 1);
+        let e = HostFacts::read(&beta).unwrap_err();
+        assert!(
+            e.message.contains("items[0] is a NodePool of \"karpenter.sh/v1beta1\": this release reads NodePool of karpenter.sh/v1"),
+            "{e}"
+        );
     }
 }

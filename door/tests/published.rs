@@ -238,6 +238,7 @@ fn pods_that_name_their_node_are_judged_as_with_the_node_list() {
             .nodes
             .unwrap()
             .iter()
+            .filter(|n| n.exists())
             .map(|n| n.name.clone())
             .take(40)
             .collect();

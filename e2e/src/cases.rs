@@ -8,7 +8,10 @@ use os_placement_door::read_one;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::host::{Evaluation, PolicyHost};
+use std::sync::Arc;
+
+use crate::capabilities::{objects_of, Cluster, ContextHost};
+use crate::host::{Evaluation, PolicyHost, PolicyModule};
 use crate::request::admission_request;
 
 /// One case of `examples/cases.yaml`. Paths are relative to the repository root.
@@ -28,6 +31,11 @@ pub struct Case {
     pub old_manifest: Option<PathBuf>,
     #[serde(default)]
     pub sub_resource: Option<String>,
+    /// The cluster the policy reads (`kubectl get ... -o yaml` output): its
+    /// host calls are answered from these objects and the ConfigMaps the
+    /// facts syncer publishes for them; without it, from nothing.
+    #[serde(default)]
+    pub cluster: Option<PathBuf>,
     #[serde(default)]
     pub expect: Option<Expect>,
 }
@@ -50,6 +58,9 @@ pub struct Expect {
     /// Substrings that must each appear in at least one warning.
     #[serde(default)]
     pub warnings_contain: Vec<String>,
+    /// Substrings no warning may contain.
+    #[serde(default)]
+    pub warnings_omit: Vec<String>,
 }
 
 /// Reads a YAML (or JSON) file holding exactly one document (empty documents,
@@ -91,12 +102,28 @@ pub struct ResolvedCase {
     pub object: Value,
     pub old_object: Option<Value>,
     pub settings: Value,
+    /// The objects of the case's cluster.
+    pub cluster: Option<Vec<Value>>,
 }
 
 impl ResolvedCase {
     /// `Kind/name` of the object (`generateName` followed by `*` when unnamed).
     pub fn object_ref(&self) -> String {
         object_ref(&self.object)
+    }
+
+    /// A fresh instance of `module` whose host answers from the case's
+    /// cluster (with the facts syncer's ConfigMaps for it), or from nothing.
+    pub fn host(&self, module: &PolicyModule) -> Result<PolicyHost> {
+        let Some(objects) = &self.cluster else {
+            return Ok(module.instantiate()?);
+        };
+        let cluster = crate::published::synced(
+            Cluster::from_objects(objects.clone()),
+            &os_placement_core::SortedMap::new(),
+            os_placement_core::DEFAULT_FACTS_NAMESPACE,
+        );
+        Ok(module.instantiate_with(Arc::new(ContextHost::new().with_cluster(cluster)))?)
     }
 
     /// The AdmissionRequest for this case.
@@ -145,11 +172,21 @@ impl Case {
             },
             None => Value::Object(serde_json::Map::new()),
         };
+        let cluster = match &self.cluster {
+            Some(path) => {
+                let path = root.join(path);
+                let text = std::fs::read_to_string(&path)
+                    .with_context(|| format!("cannot read {}", path.display()))?;
+                Some(objects_of(&text).with_context(|| format!("{}", path.display()))?)
+            }
+            None => None,
+        };
         Ok(ResolvedCase {
             case: self.clone(),
             object,
             old_object,
             settings,
+            cluster,
         })
     }
 }
@@ -187,6 +224,15 @@ pub fn check(expect: &Expect, evaluation: &Evaluation) -> Vec<String> {
             .any(|w| w.contains(needle.as_str()))
         {
             mismatches.push(format!("no warning contains {needle:?}"));
+        }
+    }
+    for needle in &expect.warnings_omit {
+        if let Some(warning) = response
+            .warnings()
+            .iter()
+            .find(|w| w.contains(needle.as_str()))
+        {
+            mismatches.push(format!("a warning contains {needle:?}: {warning}"));
         }
     }
     mismatches
@@ -319,9 +365,18 @@ mod tests {
             patched: Some(true),
             message_contains: vec![],
             warnings_contain: vec!["beta".to_owned()],
+            warnings_omit: vec!["no node".to_owned()],
         };
         assert!(check(&expect, &evaluation(true, "", &["beta label"], true)).is_empty());
         let mismatches = check(&expect, &evaluation(false, "no", &[], false));
         assert_eq!(mismatches.len(), 3, "{mismatches:?}");
+        let mismatches = check(
+            &expect,
+            &evaluation(true, "", &["beta", "no node runs it"], true),
+        );
+        assert_eq!(
+            mismatches,
+            ["a warning contains \"no node\": no node runs it"]
+        );
     }
 }

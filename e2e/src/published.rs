@@ -6,7 +6,7 @@
 //! against `imageFacts: registry` on the same images, and the node facts
 //! against the Node list.
 
-use os_placement_core::host_answers;
+use os_placement_core::{capacity, host_answers};
 use os_placement_core::{published, ImageFacts, ImageSource, Needs, SortedMap};
 use serde_json::Value;
 
@@ -75,7 +75,8 @@ pub fn image_facts(host: &ContextHost, images: &[String]) -> SortedMap<String, I
 }
 
 /// The ConfigMaps the facts syncer publishes in `namespace` for `objects`
-/// (their Nodes and RuntimeClasses, all of the cluster's) and `images`.
+/// (their Nodes, RuntimeClasses and NodePools with their node classes, all
+/// of the cluster's) and `images`.
 pub fn config_maps(
     objects: &[Value],
     images: &SortedMap<String, ImageFacts>,
@@ -86,7 +87,8 @@ pub fn config_maps(
             .iter()
             .filter(move |o| o.get("kind").and_then(Value::as_str) == Some(kind))
     };
-    let nodes: Vec<_> = of_kind("Node").map(host_answers::node).collect();
+    let mut nodes: Vec<_> = of_kind("Node").map(host_answers::node).collect();
+    nodes.extend(capacity::from_objects(objects));
     let runtime_classes: SortedMap<String, _> = of_kind("RuntimeClass")
         .filter_map(|rc| {
             let name = rc.pointer("/metadata/name")?.as_str()?.to_string();

@@ -1,9 +1,14 @@
 //! The node pools of the page: a list of pools (`{name, os, build, labels,
-//! taints}`), or Nodes as `kubectl get nodes -o yaml` prints them. They
-//! draw the landing picture and, when the page says so, they are the
-//! cluster's node inventory: written out as Node objects and read back by
-//! the door's facts reader, the path a Node list from a cluster takes.
+//! taints}`), Nodes as `kubectl get nodes -o yaml` prints them, and
+//! Karpenter NodePools with their node classes as `kubectl get
+//! nodepools,ec2nodeclasses -o yaml` prints them (a pool per OS and
+//! architecture each launches). They draw the landing picture and, when
+//! the page says so, they are the cluster's node inventory: written out as
+//! Node objects (what NodePools launch in the facts' own form) and read
+//! back by the door's facts reader, the path a Node list from a cluster
+//! takes.
 
+use os_placement_core::capacity;
 use os_placement_core::{host_answers, pools_from_value, Node as Pool};
 use os_placement_door::{read_stream, Data, Node, TextError};
 use serde_json::{json, Map, Value};
@@ -15,29 +20,40 @@ const OS_LABEL: &str = "kubernetes.io/os";
 const ARCH_LABEL: &str = "kubernetes.io/arch";
 const WINDOWS_BUILD_LABEL: &str = "node.kubernetes.io/windows-build";
 
-const EXPECTED: &str = "node pools are a list of {name, os, build, labels, taints} (or a preset's pools:), or Nodes as kubectl get nodes -o yaml prints them";
+const EXPECTED: &str = "node pools are a list of {name, os, build, labels, taints} (or a preset's pools:), or Nodes, NodePools and EC2NodeClasses as kubectl get nodes,nodepools,ec2nodeclasses -o yaml prints them";
 
 /// Reads the pools text; `None` when it holds none or has problems (each
 /// pushed to `errors`, input `pools`).
 pub fn read_pools(text: &str, errors: &mut Vec<InputError>) -> Option<Vec<Pool>> {
-    let mut pools = Vec::new();
+    let mut read = Read::default();
     let before = errors.len();
     for document in read_stream(text) {
         match document {
-            Ok(document) => read_document(&document.root, &mut pools, errors),
+            Ok(document) => read_document(&document.root, &mut read, errors),
             Err(broken) => errors.push(text_error(broken.error)),
         }
     }
+    let mut pools = read.pools;
+    pools.extend(capacity::from_objects(&read.capacity));
     (errors.len() == before && !pools.is_empty()).then_some(pools)
 }
 
-fn read_document(root: &Node, pools: &mut Vec<Pool>, errors: &mut Vec<InputError>) {
+/// What the pools text holds so far.
+#[derive(Default)]
+struct Read {
+    pools: Vec<Pool>,
+    /// NodePools and node classes, read together at the end.
+    capacity: Vec<Value>,
+}
+
+fn read_document(root: &Node, read: &mut Read, errors: &mut Vec<InputError>) {
     if matches!(root.data, Data::Null) {
         return;
     }
     if root.get("kind").is_some() {
-        return read_node_objects(root, "document", pools, errors);
+        return read_node_objects(root, "document", read, errors);
     }
+    let pools = &mut read.pools;
     // A preset file may carry its pools under `pools:`.
     let list = root.get("pools").unwrap_or(root);
     match pools_from_value(&list.to_json()) {
@@ -55,14 +71,17 @@ fn read_document(root: &Node, pools: &mut Vec<Pool>, errors: &mut Vec<InputError
     }
 }
 
-/// A Node, or a list of Nodes, read as the policy reads a Node list.
-fn read_node_objects(node: &Node, what: &str, pools: &mut Vec<Pool>, errors: &mut Vec<InputError>) {
+/// A Node, a NodePool or node class, or a list of them, read as the
+/// policy reads a Node list and the syncer reads NodePools.
+fn read_node_objects(node: &Node, what: &str, read: &mut Read, errors: &mut Vec<InputError>) {
     let kind = node.text("kind").unwrap_or("");
+    let object = || node.to_json();
     match (kind, node.get("items").map(|items| &items.data)) {
-        ("Node", _) => pools.push(host_answers::node(&node.to_json())),
+        ("Node", _) => read.pools.push(host_answers::node(&object())),
+        _ if capacity::is_capacity_object(&object()) => read.capacity.push(object()),
         (kind, Some(Data::Seq(items))) if kind.ends_with("List") => {
             for (i, item) in items.iter().enumerate() {
-                read_node_objects(item, &format!("items[{i}]"), pools, errors);
+                read_node_objects(item, &format!("items[{i}]"), read, errors);
             }
         }
         (kind, _) => errors.push(InputError {
@@ -86,11 +105,12 @@ fn text_error(error: TextError) -> InputError {
 /// The pools as the Node objects a cluster would list: one Node per pool,
 /// with the labels the kubelet sets (`kubernetes.io/os`,
 /// `kubernetes.io/arch`, `node.kubernetes.io/windows-build`) and its taints.
+/// What NodePools launch is no Node: it is left out.
 pub fn node_objects(pools: &[Pool]) -> Value {
     json!({
         "apiVersion": "v1",
         "kind": "List",
-        "items": pools.iter().map(node_object).collect::<Vec<_>>(),
+        "items": pools.iter().filter(|p| p.exists()).map(node_object).collect::<Vec<_>>(),
     })
 }
 
@@ -136,10 +156,16 @@ fn node_object(pool: &Pool) -> Value {
 }
 
 /// The facts text with the pools added as the cluster's Nodes: the
-/// facts as written, then one more document listing the Nodes (lines of
-/// the written facts keep their numbers).
+/// facts as written, then one more document listing the Nodes, and one
+/// with what NodePools launch in the facts' `nodes: {listed: ...}` form
+/// (lines of the written facts keep their numbers).
 pub fn facts_with_nodes(facts: &str, pools: &[Pool]) -> String {
-    let nodes = node_objects(pools).to_string();
+    let mut nodes = node_objects(pools).to_string();
+    let launchable: Vec<&Pool> = pools.iter().filter(|p| !p.exists()).collect();
+    if !launchable.is_empty() {
+        let listed = json!({"nodes": {"listed": launchable}});
+        nodes = format!("{nodes}\n---\n{listed}");
+    }
     if facts.trim().is_empty() {
         nodes
     } else {
@@ -242,6 +268,45 @@ mod tests {
         assert!(
             text.starts_with("runtimeClasses:\n  gpu: missing\n\n---\n"),
             "{text}"
+        );
+    }
+
+    /// `kubectl get nodepools,ec2nodeclasses -o yaml` (trimmed as in
+    /// aws/karpenter-provider-aws examples/v1/windows-2022.yaml).
+    const NODEPOOLS: &str = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: karpenter.sh/v1\n  kind: NodePool\n  metadata: {name: windows2022}\n  spec:\n    template:\n      spec:\n        requirements:\n        - {key: kubernetes.io/os, operator: In, values: [windows]}\n        nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: windows2022}\n- apiVersion: karpenter.k8s.aws/v1\n  kind: EC2NodeClass\n  metadata: {name: windows2022}\n  spec:\n    amiSelectorTerms: [{alias: windows2022@latest}]\n";
+
+    /// NodePools are pools of the nodes they launch, and reach the facts
+    /// as launchable entries, not as Nodes.
+    #[test]
+    fn nodepools_are_pools_of_what_they_launch() {
+        let pools = read(&format!("{KUBECTL_NODES}---\n{NODEPOOLS}")).unwrap();
+        assert_eq!(pools.len(), 2);
+        assert_eq!(pools[1].name, "NodePool windows2022");
+        assert_eq!(
+            pools[1].build().map(|b| b.to_string()).as_deref(),
+            Some("10.0.20348")
+        );
+        assert_eq!(node_objects(&pools)["items"].as_array().unwrap().len(), 1);
+        let facts = HostFacts::read(&facts_with_nodes("", &pools)).unwrap();
+        let answer = facts.answer(&Needs {
+            nodes: true,
+            ..Needs::default()
+        });
+        let Some(NodeFacts::Listed(nodes)) = answer.nodes else {
+            panic!("{answer:?}")
+        };
+        assert_eq!(nodes.len(), 2);
+        assert!(nodes[0].exists());
+        assert_eq!(nodes[1], pools[1]);
+        // Negative: a NodePool whose class is missing launches nothing.
+        let orphan = NODEPOOLS
+            .split("- apiVersion: karpenter.k8s.aws/v1")
+            .next()
+            .unwrap();
+        let pools = read(orphan).unwrap();
+        assert_eq!(
+            pools[0].blocked.as_deref(),
+            Some("its EC2NodeClass windows2022 does not exist")
         );
     }
 }

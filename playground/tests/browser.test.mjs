@@ -28,6 +28,8 @@ const factCases = yaml(await readFile(join(repo, 'playground', 'examples', 'case
 assert.ok(Array.isArray(plainCases) && plainCases.length >= 20, `examples/cases.yaml: ${plainCases?.length} cases`);
 assert.ok(Array.isArray(factCases) && factCases.length >= 5, `playground/examples/cases.yaml: ${factCases?.length} cases`);
 const cases = [...plainCases, ...factCases];
+// Cases evaluated with facts: the playground's, and the examples that name a cluster.
+const hasFacts = (c) => factCases.includes(c) || Boolean(c.cluster);
 const schema = JSON.parse(engine.settings_schema());
 const LAPTOP = { width: 1366, height: 900 };
 const PHONE = { width: 390, height: 844 };
@@ -114,6 +116,7 @@ function check(name, expect, shown) {
   for (const s of expect.messageContains || []) assert.ok(shown.violations.includes(s), `${name}: violations lack ${s}`);
   for (const s of expect.warningsContain || []) assert.ok(shown.warnings.includes(s), `${name}: warnings lack ${s}`);
   for (const s of expect.patchContains || []) assert.ok(JSON.stringify(patch).includes(s), `${name}: patch lacks ${s}`);
+  for (const s of expect.warningsOmit || []) assert.ok(!shown.warnings.includes(s), `${name}: warnings hold ${s}`);
 }
 
 test('loads from the sub-path, shows a verdict and the engine version and build', async () => {
@@ -124,7 +127,8 @@ test('loads from the sub-path, shows a verdict and the engine version and build'
   assert.equal(await page.textContent('#engine-build'), `(${engine.engine_build()})`);
   assert.ok(engine.engine_build().startsWith(`${version}+`), engine.engine_build());
   const options = await page.$$eval('#example option', (o) => o.map((x) => x.value).filter(Boolean));
-  assert.deepEqual(options, cases.map((c) => c.name));
+  // The menu lists the examples, then those with facts.
+  assert.deepEqual(options, [...cases.filter((c) => !hasFacts(c)), ...cases.filter(hasFacts)].map((c) => c.name));
   // Every request stayed under the sub-path, and every one was found.
   const requested = await page.evaluate(() => performance.getEntriesByType('resource').map((e) => e.name));
   assert.ok(requested.length >= 5, requested.join(' '));
@@ -303,7 +307,7 @@ test('every example: verdict, findings, patch, diff and landing picture', async 
     // not name: the picture cannot place it, so it is not judged here.
     const bound = /^\s*nodeName:/m.test(await page.inputValue('#object'));
     // The picture reads the settings, not the facts (see the page's note).
-    const withFacts = factCases.includes(c);
+    const withFacts = hasFacts(c);
     if (c.expect.accepted && c.operation !== 'UPDATE' && !bound && !withFacts) {
       // Nothing mis-placed: after the policy no pool takes the pod without running it.
       assert.ok(!afterCells.includes('broken'), `${c.name}: after ${afterCells}`);

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use os_placement_core::{ImageSource, DEFAULT_FACTS_NAMESPACE};
+use os_placement_core::{capacity, ImageSource, DEFAULT_FACTS_NAMESPACE};
 use os_placement_e2e::capabilities::{objects_of, Cluster, ContextHost, Registries};
 use os_placement_e2e::images::{push_image, Format, ImagePlatform, TestImage};
 use os_placement_e2e::published;
@@ -87,7 +87,8 @@ fn cases() -> Vec<FactsCase> {
     cases
 }
 
-/// The node pools of a preset, as the page's pools editor holds them.
+/// The node pools of a preset, as the page's pools editor holds them: its
+/// pools, or its files (Nodes and NodePools) as they are.
 fn preset_pools(id: &str) -> String {
     let presets = as_json(&read(&repo_root().join("playground/web/presets.yaml")));
     let preset = presets["presets"]
@@ -96,7 +97,14 @@ fn preset_pools(id: &str) -> String {
         .iter()
         .find(|p| p["id"] == id)
         .unwrap_or_else(|| panic!("no preset {id}"));
-    json!({ "pools": preset["pools"] }).to_string()
+    match preset["poolsFiles"].as_array() {
+        Some(files) => files
+            .iter()
+            .map(|f| read(&repo_root().join(f.as_str().unwrap())))
+            .collect::<Vec<_>>()
+            .join("---\n"),
+        None => json!({ "pools": preset["pools"] }).to_string(),
+    }
 }
 
 /// The facts text as the page builds it (web/facts.js `factsText`): the
@@ -316,6 +324,10 @@ fn policy_answer(
         let pools = read_pools(&texts.pools, &mut Vec::new()).unwrap();
         let nodes = node_objects(&pools);
         objects.extend(nodes["items"].as_array().unwrap().iter().cloned());
+        // NodePools among the pools are the cluster's too: the syncer
+        // publishes what they launch.
+        let written = objects_of(&texts.pools).unwrap_or_default();
+        objects.extend(written.into_iter().filter(capacity::is_capacity_object));
     }
     let images = published::catalog(registry.port()).unwrap();
     let resolver = ContextHost::new().with_registries(registries());
@@ -350,7 +362,7 @@ fn case_problems(module: &PolicyModule, case: &FactsCase, registry: &LocalRegist
     };
     let doc = first_document(label, &inputs);
     let (policy, context) = policy_answer(module, case, &texts, registry);
-    let mut problems = differences(label, &doc, &policy, &as_json(&texts.object), None);
+    let mut problems = differences(label, &doc, &policy, &as_json(&texts.object), &[]);
     let published_classes: Vec<String> = objects_of(&texts.cluster)
         .unwrap()
         .iter()

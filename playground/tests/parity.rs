@@ -46,13 +46,17 @@ fn compare(
     let Some(doc) = documents.first() else {
         return vec![format!("{label}: no document")];
     };
-    // A RuntimeClass lookup the test host cannot answer warns in the module only.
+    // A RuntimeClass or node facts lookup the test host cannot answer warns
+    // in the module only.
     differences(
         label,
         doc,
         &policy,
         &object,
-        Some("could not be read from the cluster"),
+        &[
+            "could not be read from the cluster",
+            "the node facts could not be read",
+        ],
     )
 }
 

@@ -30,13 +30,13 @@ pub fn as_json(text: &str) -> Value {
 }
 
 /// The differences between the playground's answer about `object` and the
-/// policy's. `ignored_warning` drops module warnings the test host causes.
+/// policy's. `ignored_warnings` drop module warnings the test host causes.
 pub fn differences(
     label: &str,
     doc: &DocumentResult,
     policy: &Evaluation,
     object: &Value,
-    ignored_warning: Option<&str>,
+    ignored_warnings: &[&str],
 ) -> Vec<String> {
     let mut diffs = Vec::new();
     let response = &policy.response;
@@ -55,7 +55,7 @@ pub fn differences(
     let module_warnings: Vec<String> = response
         .warnings()
         .iter()
-        .filter(|w| ignored_warning.is_none_or(|ignored| !w.contains(ignored)))
+        .filter(|w| !ignored_warnings.iter().any(|ignored| w.contains(ignored)))
         .cloned()
         .collect();
     if doc.warning_lines != module_warnings {

@@ -27,9 +27,13 @@ async function yaml(path) {
   return read.ok;
 }
 
-/** Node pools as YAML, as the pools editor shows them. */
-function poolsText(preset) {
-  const lines = ['# Node pools of this platform: edit them to match your cluster,', '# or paste `kubectl get nodes -o yaml` output instead.'];
+/** Node pools as YAML, as the pools editor shows them: a preset's pools, or its poolsFiles as they are. */
+async function poolsText(preset) {
+  if (preset.poolsFiles) {
+    const texts = await Promise.all(preset.poolsFiles.map((path) => readFile(join(repo, path), 'utf8')));
+    return texts.join('---\n');
+  }
+  const lines = ['# Node pools of this platform: edit them to match your cluster,', '# or paste `kubectl get nodes,nodepools,ec2nodeclasses -o yaml` output instead.'];
   for (const p of preset.pools) {
     lines.push(`- name: ${p.name}`, `  os: ${p.os}`);
     if (p.build) lines.push(`  build: "${p.build}"`);
@@ -40,8 +44,9 @@ function poolsText(preset) {
   return lines.join('\n') + '\n';
 }
 
-const presets = (await yaml('playground/web/presets.yaml')).presets.map((p) => ({ ...p, poolsText: poolsText(p) }));
-const plain = await yaml('examples/cases.yaml');
+const presets = await Promise.all((await yaml('playground/web/presets.yaml')).presets.map(async (p) => ({ ...p, poolsText: await poolsText(p) })));
+// A case with a cluster is evaluated with it as the facts (the pools only draw the picture).
+const plain = (await yaml('examples/cases.yaml')).map((c) => (c.cluster ? { ...c, facts: true, poolsAreNodes: false } : c));
 const withFacts = (await yaml('playground/examples/cases.yaml')).map((c) => ({ ...c, facts: true }));
 const cases = [...plain, ...withFacts];
 

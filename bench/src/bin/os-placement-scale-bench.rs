@@ -10,6 +10,10 @@
 //! the time the host spends building its answers is measured apart, so the
 //! policy's own time is the rest.
 //!
+//! The NodePool axis: the cluster of 1,000 nodes with 0, 10, 100 and 1,000
+//! Karpenter NodePools (`os_placement_bench::nodepools`) published with
+//! its node facts, as the syncer publishes what they launch.
+//!
 //! With `--server`, the same clusters are served by the fake Kubernetes API
 //! of the fault suite to the real policy-server (one worker), which serves
 //! the modules; wrk loads each case: throughput, p50 and p99 latency, and
@@ -32,6 +36,9 @@ use serde_json::{json, Value};
 /// (nodes, published images) per cluster size.
 const SIZES: [(usize, usize); 3] = [(10, 100), (1_000, 10_000), (10_000, 50_000)];
 
+/// NodePools per cluster on the NodePool axis, at 1,000 nodes.
+const NODEPOOLS: [usize; 4] = [0, 10, 100, 1_000];
+
 /// The private Windows image `images.py` publishes first.
 const PRIVATE_IMAGE: &str = "registry.corp.example/billing/api:4.2";
 
@@ -42,6 +49,8 @@ struct Options {
     rounds: usize,
     json: PathBuf,
     sizes: Vec<(usize, usize)>,
+    /// NodePool counts of the NodePool axis.
+    nodepools: Vec<usize>,
     /// Through the real policy-server, from this folder (kwctl, policy-server).
     server: Option<PathBuf>,
     /// wrk's run per case and policy.
@@ -57,6 +66,7 @@ fn parse_args() -> Result<Options> {
         rounds: 30,
         json: root.join("target/bench/scale.json"),
         sizes: SIZES.to_vec(),
+        nodepools: NODEPOOLS.to_vec(),
         server: None,
         duration: "5s".to_owned(),
     };
@@ -77,6 +87,9 @@ fn parse_args() -> Result<Options> {
             "--json" => o.json = value.into(),
             "--server" => o.server = Some(value.into()),
             "--duration" => o.duration = value,
+            "--nodepools" => {
+                o.nodepools = value.split(',').map(number).collect::<Result<_>>()?
+            }
             "--sizes" => {
                 o.sizes = value
                     .split(',')
@@ -90,7 +103,7 @@ fn parse_args() -> Result<Options> {
             }
             other => {
                 return Err(Error::Usage(format!(
-                    "unknown flag {other}: use --wasm FILE, --baseline FILE, --scale-tools DIR, --rounds N, --json FILE, --sizes N/M,..., --server KUBEWARDEN_DIR, --duration 5s"
+                    "unknown flag {other}: use --wasm FILE, --baseline FILE, --scale-tools DIR, --rounds N, --json FILE, --sizes N/M,..., --nodepools N,..., --server KUBEWARDEN_DIR, --duration 5s"
                 )))
             }
         }
@@ -127,13 +140,21 @@ struct Scale {
 }
 
 fn scale(tools: &Path, nodes: usize, images: usize) -> Result<Scale> {
-    scale_published(tools, nodes, images, true)
+    scale_published(tools, nodes, images, true, 0)
 }
 
 /// As [`scale`]; without `publish`, the cluster has no published facts (no
-/// syncer), only its Nodes and the earlier image facts.
-fn scale_published(tools: &Path, nodes: usize, images: usize, publish: bool) -> Result<Scale> {
-    let node_objects = generated(tools, "nodes.py", nodes)?;
+/// syncer), only its Nodes and the earlier image facts; with `pools`
+/// NodePools, published with the nodes.
+fn scale_published(
+    tools: &Path,
+    nodes: usize,
+    images: usize,
+    publish: bool,
+    pools: usize,
+) -> Result<Scale> {
+    let mut node_objects = generated(tools, "nodes.py", nodes)?;
+    node_objects.extend(os_placement_bench::nodepools::nodepools(pools));
     let legacy = generated(tools, "images.py", images)?;
     let runtime_classes =
         std::fs::read_to_string(repo_root().join("e2e/clusters/eks-mixed/runtimeclasses.yaml"))
@@ -322,6 +343,7 @@ fn run() -> Result<()> {
         rows.extend(time_size(&options, *nodes, *images, &modules, &cases)?);
     }
     unpublished(&options, &modules, &cases, &mut rows)?;
+    nodepool_axis(&options, &modules, &cases, &mut rows)?;
     summary(&rows);
     if let Some(dir) = options.json.parent() {
         std::fs::create_dir_all(dir).map_err(Error::io(dir))?;
@@ -384,7 +406,56 @@ fn unpublished(
     cases: &[Case],
     rows: &mut Vec<Value>,
 ) -> Result<()> {
-    let scale = scale_published(&options.scale_tools, 1_000, 100, false)?;
+    let scale = scale_published(&options.scale_tools, 1_000, 100, false, 0)?;
+    let axis = Axis {
+        column: "no facts published".to_owned(),
+        fields: json!({"images": 0, "published": false}),
+        last_column: " |",
+    };
+    time_module(options, &scale, modules, cases, &axis, rows)
+}
+
+/// The module at 1,000 nodes and 10,000 images with each count of
+/// NodePools published beside the nodes.
+fn nodepool_axis(
+    options: &Options,
+    modules: &[(&str, PolicyModule)],
+    cases: &[Case],
+    rows: &mut Vec<Value>,
+) -> Result<()> {
+    println!(
+        "\n| nodes | NodePools | module | case | total µs | host µs | policy µs | answer bytes |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    for pools in &options.nodepools {
+        let scale = scale_published(&options.scale_tools, 1_000, 10_000, true, *pools)?;
+        let axis = Axis {
+            column: pools.to_string(),
+            fields: json!({"nodepools": pools}),
+            last_column: "",
+        };
+        time_module(options, &scale, modules, cases, &axis, rows)?;
+    }
+    Ok(())
+}
+
+/// A row's second column and the fields its JSON row carries.
+struct Axis {
+    column: String,
+    fields: Value,
+    last_column: &'static str,
+}
+
+/// This module's cases that make host calls, in `scale`: a table row and a
+/// JSON row each.
+fn time_module(
+    options: &Options,
+    scale: &Scale,
+    modules: &[(&str, PolicyModule)],
+    cases: &[Case],
+    axis: &Axis,
+    rows: &mut Vec<Value>,
+) -> Result<()> {
     let host = Arc::new(Timed {
         inner: ContextHost::new().with_cluster(scale.cluster.clone()),
         spent: Mutex::new((Duration::ZERO, 0)),
@@ -394,19 +465,23 @@ fn unpublished(
         for case in cases.iter().filter(|c| !c.name.contains("no host call")) {
             let figures = time_case(&instance, &host, case, options.rounds)?;
             println!(
-                "| {} | no facts published | {name} | {} | {:.1} | {:.1} | {:.1} | {} | |",
+                "| {} | {} | {name} | {} | {:.1} | {:.1} | {:.1} | {} |{}",
                 scale.nodes,
+                axis.column,
                 case.name,
                 figures.total.median,
                 figures.host.median,
                 figures.policy.median,
-                figures.answer_bytes
+                figures.answer_bytes,
+                axis.last_column
             );
-            rows.push(
-                json!({"nodes": scale.nodes, "images": 0, "published": false, "module": name,
+            let mut row = json!({"nodes": scale.nodes, "module": name,
                 "case": case.name, "total_us": figures.total.median, "host_us": figures.host.median,
-                "policy_us": figures.policy.median, "answer_bytes": figures.answer_bytes}),
-            );
+                "policy_us": figures.policy.median, "answer_bytes": figures.answer_bytes});
+            if let (Some(row), Some(fields)) = (row.as_object_mut(), axis.fields.as_object()) {
+                row.extend(fields.clone());
+            }
+            rows.push(row);
         }
     }
     Ok(())
@@ -417,13 +492,13 @@ fn unpublished(
 fn summary(rows: &[Value]) {
     let policy = |nodes: u64, case: &str| {
         rows.iter()
-            .filter(|r| r.get("published").is_none())
+            .filter(|r| r.get("published").is_none() && r.get("nodepools").is_none())
             .find(|r| r["module"] == "os-placement" && r["nodes"] == nodes && r["case"] == case)
             .and_then(|r| r["policy_us"].as_f64())
     };
     let sizes: Vec<u64> = rows
         .iter()
-        .filter(|r| r.get("published").is_none())
+        .filter(|r| r.get("published").is_none() && r.get("nodepools").is_none())
         .filter_map(|r| r["nodes"].as_u64())
         .collect();
     let (Some(small), Some(large)) = (sizes.iter().min(), sizes.iter().max()) else {
@@ -443,6 +518,33 @@ fn summary(rows: &[Value]) {
             at_large / at_small,
             at_large / no_call
         );
+    }
+    nodepool_summary(rows);
+}
+
+/// The policy's time with the most NodePools to its time with none.
+fn nodepool_summary(rows: &[Value]) {
+    let pooled: Vec<&Value> = rows
+        .iter()
+        .filter(|r| r.get("nodepools").is_some())
+        .collect();
+    let most = pooled.iter().filter_map(|r| r["nodepools"].as_u64()).max();
+    let policy = |pools: u64, case: &str| {
+        pooled
+            .iter()
+            .find(|r| r["nodepools"] == pools && r["case"] == case)
+            .and_then(|r| r["policy_us"].as_f64())
+    };
+    let Some(most) = most else {
+        return;
+    };
+    for case in [WINDOWS, PRIVATE] {
+        if let (Some(none), Some(many)) = (policy(0, case), policy(most, case)) {
+            println!(
+                "{case}: policy with {most} NodePools / with none = {:.2}x",
+                many / none
+            );
+        }
     }
 }
 

@@ -142,10 +142,11 @@ async fn round(
     );
     let written = cluster.publish(&maps).await?;
     Ok(format!(
-        "{} images in use, {} looked up ({failed} failed), {} nodes; {} ConfigMaps in namespace {} ({} created, {} replaced, {} deleted), {:.1?}",
+        "{} images in use, {} looked up ({failed} failed), {} nodes, {} launchable node kinds; {} ConfigMaps in namespace {} ({} created, {} replaced, {} deleted), {:.1?}",
         snapshot.images.len(),
         stale.len(),
-        snapshot.nodes.len(),
+        snapshot.nodes.iter().filter(|n| n.exists()).count(),
+        snapshot.nodes.iter().filter(|n| !n.exists()).count(),
         maps.len(),
         cluster.namespace(),
         written.created,

@@ -1,6 +1,7 @@
 //! What the cluster holds, kept current by watches (kube-runtime watchers,
 //! with their backoff): the images of every Pod and workload template, the
-//! Nodes and the RuntimeClasses. Each kind is listed once, then watched, so
+//! Nodes, the RuntimeClasses, and Karpenter's NodePools with their node
+//! classes (given up quietly where Karpenter is not installed). Each kind is listed once, then watched, so
 //! a new workload or tag reaches the syncer within seconds and the API
 //! server is not listed again on a timer. Only what the facts need is
 //! kept: an object's images, a Node reduced as the core reads it.
@@ -13,12 +14,13 @@ use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet}
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{Node as KubeNode, Pod, ReplicationController};
 use k8s_openapi::api::node::v1::RuntimeClass;
-use kube::api::{Api, ApiResource, DynamicObject};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt;
 use kube::Client;
+use os_placement_core::capacity::{self, CAPACITY_KINDS};
 use os_placement_core::{host_answers, locate_pod_spec, ClusterRuntimeClass, Kind, Node, PodView};
-use serde_json::Value;
+use serde_json::{json, Value};
 use tokio::sync::Notify;
 
 /// What a watched object contributes.
@@ -30,6 +32,8 @@ pub enum Watched {
     Node,
     /// A RuntimeClass.
     RuntimeClass,
+    /// A NodePool or node class, of this kind (`capacity::CAPACITY_KINDS`).
+    Capacity(&'static str),
 }
 
 impl Watched {
@@ -68,6 +72,16 @@ impl Watched {
                 ApiResource::erase::<RuntimeClass>(&()),
             ),
         ]
+        .into_iter()
+        .chain(CAPACITY_KINDS.iter().map(|k| {
+            let (group, version) = k.api_version.split_once('/').unwrap_or(("", k.api_version));
+            let gvk = GroupVersionKind::gvk(group, version, k.kind);
+            (
+                Watched::Capacity(k.kind),
+                ApiResource::from_gvk_with_plural(&gvk, k.plural),
+            )
+        }))
+        .collect()
     }
 }
 
@@ -77,6 +91,8 @@ enum Entry {
     Images(Vec<String>),
     Node(Node),
     RuntimeClass(ClusterRuntimeClass),
+    /// A NodePool or node class, down to what `capacity` reads.
+    Capacity(Value),
 }
 
 type ObjectKey = (Option<String>, String);
@@ -100,7 +116,7 @@ struct Objects {
 pub struct Snapshot {
     /// Every image in use.
     pub images: BTreeSet<String>,
-    /// Every Node, by name.
+    /// Every Node, by name, then what the NodePools launch.
     pub nodes: Vec<Node>,
     /// Every RuntimeClass, by name.
     pub runtime_classes: os_placement_core::SortedMap<String, ClusterRuntimeClass>,
@@ -143,17 +159,32 @@ impl Inventory {
             ..Snapshot::default()
         };
         let mut nodes: Vec<&Node> = Vec::new();
+        let mut pools: Vec<&Value> = Vec::new();
         for entries in objects.current.values() {
             for entry in entries.values() {
                 match entry {
                     Entry::Images(images) => snapshot.images.extend(images.iter().cloned()),
                     Entry::Node(node) => nodes.push(node),
+                    Entry::Capacity(object) => pools.push(object),
                     Entry::RuntimeClass(_) => {}
                 }
             }
         }
         nodes.sort_by(|a, b| a.name.cmp(&b.name));
         snapshot.nodes = nodes.into_iter().cloned().collect();
+        // In a stable order, so an unchanged cluster publishes the same text.
+        let key = |o: &Value| {
+            let text = |p: &str| {
+                o.pointer(p)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            (text("/kind"), text("/metadata/name"))
+        };
+        pools.sort_by_key(|o| key(o));
+        let pools: Vec<Value> = pools.into_iter().cloned().collect();
+        snapshot.nodes.extend(capacity::from_objects(&pools));
         let mut classes: Vec<(String, ClusterRuntimeClass)> = objects
             .current
             .get(&Watched::RuntimeClass)
@@ -229,6 +260,14 @@ fn read(kind: Watched, object: &DynamicObject) -> (ObjectKey, Entry) {
         Watched::Workload(kind) => Entry::Images(images_of(&value, kind)),
         Watched::Node => Entry::Node(host_answers::node(&value)),
         Watched::RuntimeClass => Entry::RuntimeClass(host_answers::runtime_class(&value)),
+        Watched::Capacity(_) => {
+            let at = |p: &str| value.pointer(p).cloned().unwrap_or(Value::Null);
+            Entry::Capacity(json!({
+                "apiVersion": at("/apiVersion"), "kind": at("/kind"),
+                "metadata": {"name": at("/metadata/name")},
+                "spec": at("/spec"), "status": at("/status"),
+            }))
+        }
     };
     (key, entry)
 }
@@ -267,10 +306,17 @@ pub async fn watch(
             Err(error) => {
                 if let Some(code) = refused(&error) {
                     let why = format!("cannot watch {} ({code}): {error}", resource.plural);
-                    eprintln!(
-                        "os-placement facts sync: skipping {}: {error}",
-                        resource.plural
-                    );
+                    if matches!((kind, code), (Watched::Capacity(_), 404)) {
+                        eprintln!(
+                            "os-placement facts sync: {}.{} is not served (no Karpenter): no launchable capacity from it",
+                            resource.plural, resource.group
+                        );
+                    } else {
+                        eprintln!(
+                            "os-placement facts sync: skipping {}: {error}",
+                            resource.plural
+                        );
+                    }
                     inventory.skip(kind, why);
                     return;
                 }
@@ -381,5 +427,51 @@ mod tests {
         inventory.apply(Watched::Node, Event::Apply(node));
         let nodes = inventory.snapshot().nodes;
         assert_eq!(nodes[0].windows_build.as_deref(), Some("10.0.20348"));
+    }
+
+    /// NodePools and their classes become launchable entries after the
+    /// Nodes; a class going not ready blocks its NodePool.
+    #[test]
+    fn nodepools_and_their_classes_publish_what_they_launch() {
+        let inventory = Inventory::default();
+        let pool = object(json!({"apiVersion": "karpenter.sh/v1", "kind": "NodePool",
+            "metadata": {"name": "windows2022", "resourceVersion": "7"},
+            "spec": {"template": {"spec": {"nodeClassRef":
+                {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "w"}}}}}));
+        let class = |ready: &str| {
+            object(
+                json!({"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass",
+                "metadata": {"name": "w"}, "spec": {"amiSelectorTerms": [{"alias": "windows2022@latest"}]},
+                "status": {"conditions": [{"type": "AMIsReady", "status": ready, "reason": "AMINotFound"}]}}),
+            )
+        };
+        inventory.apply(Watched::Capacity("NodePool"), Event::Apply(pool));
+        inventory.apply(
+            Watched::Capacity("EC2NodeClass"),
+            Event::Apply(class("True")),
+        );
+        let nodes = inventory.snapshot().nodes;
+        assert_eq!(nodes.len(), 1);
+        assert_eq!(nodes[0].describe(), "NodePool windows2022 (none yet)");
+        assert_eq!(nodes[0].windows_build.as_deref(), Some("10.0.20348"));
+        assert!(nodes[0].usable());
+        inventory.apply(
+            Watched::Capacity("EC2NodeClass"),
+            Event::Apply(class("False")),
+        );
+        let nodes = inventory.snapshot().nodes;
+        assert_eq!(
+            nodes[0].blocked.as_deref(),
+            Some("its EC2NodeClass w reports AMIsReady is False (AMINotFound)")
+        );
+        // Negative: the NodePool gone, nothing is launchable.
+        inventory.apply(
+            Watched::Capacity("NodePool"),
+            Event::Delete(object(
+                json!({"apiVersion": "karpenter.sh/v1", "kind": "NodePool",
+                "metadata": {"name": "windows2022"}}),
+            )),
+        );
+        assert!(inventory.snapshot().nodes.is_empty());
     }
 }

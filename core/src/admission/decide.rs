@@ -104,7 +104,7 @@ fn check_nodes(
     settings: &Settings,
     facts: &Facts,
 ) -> Decision {
-    if facts.listed_nodes().is_none() {
+    if facts.inventory(settings).is_none() {
         return decision;
     }
     if !decision.accepted || !settings.node_inventory.reads_nodes() {

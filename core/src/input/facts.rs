@@ -3,11 +3,14 @@
 //! the core never fetches anything. With no facts every rule behaves as if
 //! only the request and the settings existed.
 
+use std::borrow::Cow;
+
 use crate::vocab::ordered::{SortedMap, StringMap};
 
 use k8s_openapi::api::core::v1::Toleration;
 use serde::{Deserialize, Serialize};
 
+use crate::input::capacity;
 pub use crate::input::node::Node;
 use crate::input::settings::Settings;
 use crate::vocab::constraint::BuildSet;
@@ -120,17 +123,31 @@ impl Facts {
         }
     }
 
+    /// The node inventory: the listed nodes (and the NodePools' launchable
+    /// nodes published with them), with the settings' node templates; `None`
+    /// when the nodes were not read, whatever the templates say.
+    pub fn inventory<'f>(&'f self, settings: &Settings) -> Option<Cow<'f, [Node]>> {
+        let nodes = self.listed_nodes()?;
+        if settings.node_templates.is_empty() {
+            return Some(Cow::Borrowed(nodes));
+        }
+        let mut all = nodes.to_vec();
+        all.extend(capacity::from_templates(&settings.node_templates));
+        Some(Cow::Owned(all))
+    }
+
     /// Builds of the Windows nodes: from the inventory, else `windowsBuilds`
     /// in the settings; `None` when neither says.
     /// The inventory counts when the settings ask for it (`nodeInventory`
     /// warn or reject, or a taint read from the nodes), not under `auto`.
     pub fn cluster_builds(&self, settings: &Settings) -> Option<BuildSet> {
         let counts = settings.node_inventory.explicit() || settings.taints_from_nodes();
-        if let Some(nodes) = self.listed_nodes().filter(|n| counts && !n.is_empty()) {
+        let nodes = self.inventory(settings).filter(|n| counts && !n.is_empty());
+        if let Some(nodes) = nodes {
             return Some(
                 nodes
                     .iter()
-                    .filter(|n| n.is_windows())
+                    .filter(|n| n.usable() && n.is_windows())
                     .filter_map(Node::build)
                     .collect(),
             );

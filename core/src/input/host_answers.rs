@@ -12,15 +12,13 @@
 //! `scheduling`) and the kubelet's well-known labels (`kubernetes.io/os`,
 //! `kubernetes.io/arch`, `node.kubernetes.io/windows-build`).
 
-use crate::vocab::ordered::StringMap;
 use std::fmt;
 
 use k8s_openapi::api::core::v1::Toleration;
 use serde_json::Value;
 
 use crate::input::facts::{ClusterRuntimeClass, NodeFacts, Platform, SchedulingFacts};
-use crate::input::node::Node;
-use crate::vocab::taint::Taint;
+use crate::input::node::{object_labels, object_taints, Node};
 
 /// Why an answer holds no platform or node list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,7 +115,7 @@ fn scheduling(value: Option<&Value>) -> SchedulingFacts {
         return SchedulingFacts::default();
     };
     SchedulingFacts {
-        node_selector: string_map(value.get("nodeSelector")),
+        node_selector: object_labels(value.get("nodeSelector")),
         tolerations: value
             .get("tolerations")
             .and_then(Value::as_array)
@@ -129,17 +127,6 @@ fn scheduling(value: Option<&Value>) -> SchedulingFacts {
             })
             .unwrap_or_default(),
     }
-}
-
-/// The string entries of a JSON object (labels, a node selector).
-pub(crate) fn string_map(value: Option<&Value>) -> StringMap {
-    let mut map = StringMap::new();
-    for (key, value) in value.and_then(Value::as_object).into_iter().flatten() {
-        if let Some(text) = value.as_str() {
-            map.insert(key.clone(), text.to_string());
-        }
-    }
-    map
 }
 
 /// A `Node List` answer (`kubernetes/list_resources_all`, or `kubectl get
@@ -164,7 +151,7 @@ pub fn node(item: &Value) -> Node {
             .and_then(Value::as_str)
             .map(str::to_string)
     };
-    let labels = string_map(item.pointer("/metadata/labels"));
+    let labels = object_labels(item.pointer("/metadata/labels"));
     let os = labels
         .get("kubernetes.io/os")
         .cloned()
@@ -185,27 +172,10 @@ pub fn node(item: &Value) -> Node {
             .or_else(|| text("/status/nodeInfo/architecture")),
         os,
         windows_build,
-        taints: taints(item.pointer("/spec/taints")),
+        taints: object_taints(item.pointer("/spec/taints")),
         labels,
         ..Node::default()
     }
-}
-
-pub(crate) fn taints(value: Option<&Value>) -> Vec<Taint> {
-    let Some(items) = value.and_then(Value::as_array) else {
-        return Vec::new();
-    };
-    items
-        .iter()
-        .filter_map(|t| {
-            let text = |key: &str| t.get(key).and_then(Value::as_str).map(str::to_string);
-            Some(Taint {
-                key: text("key")?,
-                value: text("value").unwrap_or_default(),
-                effect: text("effect")?,
-            })
-        })
-        .collect()
 }
 
 #[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]

@@ -1,6 +1,7 @@
 //! What comes in: the settings, the pod view of an object, the review, and
 //! the facts an adapter gathered outside the request, as plain data.
 
+pub mod capacity;
 pub mod facts;
 pub mod host_answers;
 pub mod node;

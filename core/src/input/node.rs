@@ -50,6 +50,14 @@ pub struct Node {
     /// own names are unknown, so `name` is only a class's example node.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unnamed: Option<Vec<String>>,
+    /// Nodes that do not exist yet but can be launched on demand: the
+    /// NodePool or node template that would launch them (`count` is 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launchable: Option<String>,
+    /// Why that NodePool launches nothing now (not Ready, its AMIs not
+    /// ready, ...): the entry runs no pod and is kept for messages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocked: Option<String>,
 }
 
 fn one() -> u32 {
@@ -72,12 +80,15 @@ impl Default for Node {
             count: 1,
             varying: Vec::new(),
             unnamed: None,
+            launchable: None,
+            blocked: None,
         }
     }
 }
 
 /// In `varying`: every label the entry does not list is unknown (a class
-/// read without its labels, for a check that reads none).
+/// read without its labels, for a check that reads none). An entry ending
+/// in `*` stands for every key it begins (`karpenter.k8s.aws/*`).
 pub const ALL_LABELS: &str = "*";
 
 /// What an entry knows of a label, or of the node's name.
@@ -90,6 +101,9 @@ pub enum LabelValue<'a> {
     /// A name or hostname of nodes not looked up: none of these values,
     /// which the request looked up; any other may be there.
     NoneOf(&'a [String]),
+    /// The name or hostname of a node still to be launched: one no request
+    /// can name yet, so it is none of any value a pod names.
+    Fresh,
 }
 
 impl Node {
@@ -137,7 +151,14 @@ impl Node {
         if let Some(value) = self.labels.get(key) {
             return LabelValue::Known(Some(Cow::Borrowed(value)));
         }
-        if self.varying.iter().any(|k| k == key || k == ALL_LABELS) {
+        if key == HOSTNAME_LABEL && self.launchable.is_some() {
+            return LabelValue::Fresh;
+        }
+        let varies = |pattern: &String| match pattern.strip_suffix('*') {
+            Some(prefix) => key.starts_with(prefix),
+            None => pattern == key,
+        };
+        if self.varying.iter().any(varies) {
             return LabelValue::Unknown;
         }
         match self.unnamed.as_deref() {
@@ -148,22 +169,43 @@ impl Node {
 
     /// What this entry knows of its nodes' `metadata.name`.
     pub fn name_value(&self) -> LabelValue<'_> {
+        if self.launchable.is_some() {
+            return LabelValue::Fresh;
+        }
         match self.unnamed.as_deref() {
             Some(looked_up) => LabelValue::NoneOf(looked_up),
             None => LabelValue::Known(Some(Cow::Borrowed(&self.name))),
         }
     }
 
-    /// The node's name, or a class's example node and how many are like it.
+    /// The node's name, a class's example node and how many are like it,
+    /// or what can launch such nodes.
     pub fn describe(&self) -> String {
+        if let Some(source) = &self.launchable {
+            return format!("{source} (none yet)");
+        }
         match self.count {
             0 | 1 if self.unnamed.is_none() => self.name.clone(),
             count => format!("{} ({count} like it)", self.name),
         }
     }
 
+    /// Whether the entry stands for nodes that exist (not ones that can be
+    /// launched, nor a NodePool that launches nothing).
+    pub fn exists(&self) -> bool {
+        self.launchable.is_none()
+    }
+
+    /// Whether nodes like this exist or can be launched now.
+    pub fn usable(&self) -> bool {
+        self.blocked.is_none()
+    }
+
     /// Whether the node's OS and build run containers that need `placement`.
     pub fn runs(&self, placement: &Placement) -> bool {
+        if !self.usable() {
+            return false;
+        }
         if !self.is_windows() {
             return placement.linux;
         }
@@ -309,4 +351,34 @@ fn invalid(path: &str, message: impl Into<String>) -> Diagnostic {
         message,
         "see the node pool format",
     )
+}
+/// The string entries of an API object's map (labels, a node selector);
+/// entries that are not strings are left out.
+pub(crate) fn object_labels(value: Option<&Value>) -> StringMap {
+    let mut map = StringMap::new();
+    for (key, value) in value.and_then(Value::as_object).into_iter().flatten() {
+        if let Some(text) = value.as_str() {
+            map.insert(key.clone(), text.to_string());
+        }
+    }
+    map
+}
+
+/// The taints of an API object (a Node's `spec.taints`, a NodePool
+/// template's); a taint without a key or an effect is left out.
+pub(crate) fn object_taints(value: Option<&Value>) -> Vec<Taint> {
+    let Some(items) = value.and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    items
+        .iter()
+        .filter_map(|t| {
+            let text = |key: &str| t.get(key).and_then(Value::as_str).map(str::to_string);
+            Some(Taint {
+                key: text("key")?,
+                value: text("value").unwrap_or_default(),
+                effect: text("effect")?,
+            })
+        })
+        .collect()
 }

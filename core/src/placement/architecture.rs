@@ -7,6 +7,7 @@
 use crate::input::facts::Facts;
 use crate::input::node::Node;
 use crate::input::pod::PodView;
+use crate::input::settings::Settings;
 use crate::placement::missing::{Missing, Plan};
 use crate::signals::architecture::{join, Architectures};
 use crate::vocab::arch::{usual_architectures, ArchSet};
@@ -20,6 +21,7 @@ pub(crate) fn arch_missing(
     pod: &PodView<'_>,
     os: Os,
     facts: &Facts,
+    settings: &Settings,
     plan: &mut Plan,
 ) -> Option<Missing> {
     let archs = Architectures::read(pod, Some(os), facts);
@@ -28,7 +30,8 @@ pub(crate) fn arch_missing(
         return None;
     }
     let runnable = archs.runnable()?;
-    let offered = offered(facts.listed_nodes(), os);
+    let inventory = facts.inventory(settings);
+    let offered = offered(inventory.as_deref(), os);
     let reachable: ArchSet = offered
         .iter()
         .filter(|a| archs.selected.allows(a))
@@ -81,7 +84,7 @@ pub(crate) fn offered(nodes: Option<&[Node]>, os: Os) -> ArchSet {
     let listed: ArchSet = nodes
         .into_iter()
         .flatten()
-        .filter(|n| n.is_windows() == windows)
+        .filter(|n| n.usable() && n.is_windows() == windows)
         .filter_map(|n| n.label(ARCH_LABEL).map(|a| a.into_owned()))
         .collect();
     if listed.is_empty() {

@@ -36,12 +36,13 @@ pub fn complete<'s>(settings: &'s Settings, facts: &Facts) -> Cow<'s, Settings> 
         }
     }
     // Unread nodes leave `fromNodes` as it is: no taint, and a warning.
-    if let Some(nodes) = facts.listed_nodes() {
+    if let Some(nodes) = facts.inventory(settings) {
+        let nodes: Vec<_> = nodes.iter().filter(|n| n.usable()).cloned().collect();
         if settings.windows_taint.reads_nodes() {
-            completed.windows_taint = os_taint(nodes, Os::Windows).into();
+            completed.windows_taint = os_taint(&nodes, Os::Windows).into();
         }
         if settings.linux_taint.reads_nodes() {
-            completed.linux_taint = os_taint(nodes, Os::Linux).into();
+            completed.linux_taint = os_taint(&nodes, Os::Linux).into();
         }
     }
     Cow::Owned(completed)

@@ -43,7 +43,8 @@ pub fn no_node_after(
     facts: &Facts,
     check: Check,
 ) -> Option<Diagnostic> {
-    let nodes = facts.listed_nodes()?;
+    let nodes = facts.inventory(settings)?;
+    let nodes = nodes.as_ref();
     // An object admitted as it is is read as it is: no copy to patch.
     let admitted = if patch.is_empty() {
         std::borrow::Cow::Borrowed(object)
@@ -110,11 +111,12 @@ fn no_architecture(
         Code::NoNode,
         path,
         format!(
-            "no node runs the images' architecture {}; the nodes that run {placement} are {}",
+            "no node runs the images' architecture {}; the nodes that run {placement} are {}{}",
             join_archs(archs),
-            join_archs(&node_archs)
+            join_archs(&node_archs),
+            capacity_gap(nodes)
         ),
-        "add nodes of that architecture, or use an image built for the nodes'",
+        "add nodes (or a NodePool) of that architecture, or use an image built for the nodes'",
     ))
 }
 
@@ -128,7 +130,7 @@ pub fn no_platform(placement: &Placement, nodes: &[Node], path: &str) -> Option<
         Code::NoNode,
         path,
         platform_gap(placement, nodes),
-        "add nodes of that OS and build, or use an image for a build the nodes run",
+        "add nodes (or a NodePool) of that OS and build, or use an image for a build the nodes run",
     ))
 }
 
@@ -185,8 +187,36 @@ pub fn no_node(
     ))
 }
 
-/// "no node runs Windows build 10.0.26100; nodes run 10.0.17763, 10.0.20348".
+/// "no node runs Windows build 10.0.26100; nodes run 10.0.17763, 10.0.20348",
+/// and what the NodePools and node templates would launch.
 fn platform_gap(placement: &Placement, nodes: &[Node]) -> String {
+    let existing: Vec<Node> = nodes.iter().filter(|n| n.exists()).cloned().collect();
+    let mut gap = existing_gap(placement, &existing);
+    gap.push_str(&capacity_gap(nodes));
+    gap
+}
+
+/// What no launchable entry offers: nothing when there is none; else
+/// that none launches such a node, with the first reason one launches
+/// nothing at all.
+fn capacity_gap(nodes: &[Node]) -> String {
+    let launchable: Vec<&Node> = nodes.iter().filter(|n| !n.exists()).collect();
+    if launchable.is_empty() {
+        return String::new();
+    }
+    match launchable
+        .iter()
+        .find_map(|n| Some((n.launchable.as_ref()?, n.blocked.as_ref()?)))
+    {
+        Some((source, why)) => {
+            format!(", and no NodePool or node template launches one ({source}: {why})")
+        }
+        None => ", and no NodePool or node template launches one".to_string(),
+    }
+}
+
+/// The gap among the nodes that exist.
+fn existing_gap(placement: &Placement, nodes: &[Node]) -> String {
     let windows_builds: SortedSet<String> = nodes
         .iter()
         .filter(|n| n.is_windows())
@@ -196,6 +226,9 @@ fn platform_gap(placement: &Placement, nodes: &[Node]) -> String {
         })
         .collect();
     let has_linux = nodes.iter().any(|n| n.is_linux());
+    if nodes.is_empty() {
+        return format!("no node runs {placement}");
+    }
     match (placement.linux, &placement.windows) {
         (false, Some(builds)) if windows_builds.is_empty() => {
             format!(

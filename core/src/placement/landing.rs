@@ -83,7 +83,14 @@ pub fn landing(
         .map(|pool| {
             let mut reasons: Vec<String> = scheduling.blockers(pool).iter().map(reason).collect();
             let schedulable = reasons.is_empty();
-            let runs = container_fit(&container_signals, pool, &mut reasons);
+            let runs = match &pool.blocked {
+                // A NodePool that launches nothing now: no node to run on.
+                Some(why) => {
+                    reasons.push(format!("launches nothing now: {why}"));
+                    Fit::No
+                }
+                None => container_fit(&container_signals, pool, &mut reasons),
+            };
             PoolLanding {
                 pool: pool.name.clone(),
                 schedulable,

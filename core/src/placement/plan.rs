@@ -47,7 +47,7 @@ pub fn plan(
     let cluster = facts.cluster_builds(settings);
     let mut missing = missing_fields(pod, resolution, settings, os, cluster.as_ref(), &mut plan);
     if settings.pin_architecture && pod.node_name.is_none() {
-        missing.extend(arch_missing(pod, os, facts, &mut plan));
+        missing.extend(arch_missing(pod, os, facts, settings, &mut plan));
     }
     if missing.is_empty() {
         return plan;

@@ -85,7 +85,8 @@ impl<'a> Requirement<'a> {
     /// [`matches`](Self::matches); an unknown one may hold anything; the
     /// name or hostname of nodes not looked up holds none of the looked-up
     /// values but may hold any other, so `In` fails only when the request
-    /// looked up every value it names.
+    /// looked up every value it names; a node still to be launched has a
+    /// name no pod names yet.
     pub fn may_match(&self, value: &LabelValue<'_>) -> bool {
         match value {
             LabelValue::Known(known) => self.matches(known.as_deref()),
@@ -95,6 +96,10 @@ impl<'a> Requirement<'a> {
                 Operator::Invalid => false,
                 _ => true,
             },
+            LabelValue::Fresh => !matches!(
+                self.operator,
+                Operator::In(_) | Operator::DoesNotExist | Operator::Invalid
+            ),
         }
     }
 }
@@ -139,6 +144,7 @@ pub fn selector_misses<'s, 'n>(
                 LabelValue::Known(has) => (has.as_deref() != Some(want.as_str())).then_some(has),
                 LabelValue::Unknown => None,
                 LabelValue::NoneOf(looked_up) => looked_up.contains(want).then_some(None),
+                LabelValue::Fresh => Some(None),
             };
             miss.map(|has| (key.as_str(), want.as_str(), has))
         })

@@ -190,7 +190,7 @@ fn run(args: &Args, out: &mut dyn Write) -> Result<bool> {
     let mut totals = Totals::default();
     for case in &cases {
         writeln!(out)?;
-        if evaluate_and_print(out, &host, case, &case_root, &mut totals)? {
+        if evaluate_and_print(out, &module, &host, case, &case_root, &mut totals)? {
             // A trapped instance may be left inconsistent: start the next case afresh.
             host = module.instantiate()?;
         }
@@ -248,6 +248,7 @@ impl Totals {
 /// Prints one case; true when the policy failed (waPC error / trap).
 fn evaluate_and_print(
     out: &mut dyn Write,
+    module: &PolicyModule,
     host: &PolicyHost,
     case: &Case,
     root: &Path,
@@ -282,10 +283,25 @@ fn evaluate_and_print(
             .map_or_else(|| "{} (defaults)".to_owned(), |p| p.display().to_string())
     )?;
 
-    let outcome = run_case(host, resolved);
+    // A case with a cluster gets an instance answering from it.
+    let with_cluster = match &case.cluster {
+        Some(cluster) => {
+            writeln!(out, "   cluster   {}", cluster.display())?;
+            match resolved.host(module) {
+                Ok(host) => Some(host),
+                Err(e) => {
+                    totals.errors += 1;
+                    writeln!(out, "   ERROR     {e:#}")?;
+                    return Ok(false);
+                }
+            }
+        }
+        None => None,
+    };
+    let outcome = run_case(with_cluster.as_ref().unwrap_or(host), resolved);
     print_outcome(out, &outcome, totals)?;
 
-    Ok(outcome.evaluation.is_err())
+    Ok(outcome.evaluation.is_err() && with_cluster.is_none())
 }
 
 fn print_outcome(

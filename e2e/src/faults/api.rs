@@ -44,7 +44,8 @@ const fn resource(
     }
 }
 
-/// Every kind the policy, policy-server and the syncer read.
+/// Every kind the policy, policy-server and the syncer read (Karpenter's
+/// unless [`FakeApi::unserve`] says its CRDs are not installed).
 const RESOURCES: &[Resource] = &[
     resource("v1", "pods", "Pod", true),
     resource("v1", "configmaps", "ConfigMap", true),
@@ -63,6 +64,14 @@ const RESOURCES: &[Resource] = &[
     resource("batch/v1", "jobs", "Job", true),
     resource("batch/v1", "cronjobs", "CronJob", true),
     resource("node.k8s.io/v1", "runtimeclasses", "RuntimeClass", false),
+    resource("karpenter.sh/v1", "nodepools", "NodePool", false),
+    resource(
+        "karpenter.k8s.aws/v1",
+        "ec2nodeclasses",
+        "EC2NodeClass",
+        false,
+    ),
+    resource("eks.amazonaws.com/v1", "nodeclasses", "NodeClass", false),
 ];
 
 /// One request the server saw: method, path and whether it was a watch.
@@ -93,6 +102,8 @@ struct Shared {
     stop: AtomicBool,
     /// Accept connections, answer nothing (an API server that hangs).
     stalled: AtomicBool,
+    /// API groups not served (their CRDs not installed).
+    unserved: Mutex<Vec<String>>,
 }
 
 impl Shared {
@@ -120,6 +131,7 @@ impl FakeApi {
             changed: Condvar::new(),
             stop: AtomicBool::new(false),
             stalled: AtomicBool::new(false),
+            unserved: Mutex::new(Vec::new()),
         });
         for object in objects {
             write(&shared, object, "ADDED");
@@ -175,6 +187,14 @@ impl FakeApi {
     /// watches go silent: an API server that hangs.
     pub fn stall(&self) {
         self.shared.stalled.store(true, Ordering::SeqCst);
+    }
+
+    /// From now on, `group_version` (`karpenter.sh/v1`) is not served: as
+    /// on a cluster without those CRDs, its paths answer 404.
+    pub fn unserve(&self, group_version: &str) {
+        if let Ok(mut unserved) = self.shared.unserved.lock() {
+            unserved.push(group_version.to_string());
+        }
     }
 
     /// The requests seen so far.
@@ -327,10 +347,22 @@ fn serve(stream: &TcpStream, shared: &Shared) {
         watch,
         label_selector: request.param("labelSelector").map(str::to_owned),
     });
-    let (status, body) = match target(&request.path) {
+    let unserved = shared
+        .unserved
+        .lock()
+        .map(|u| u.clone())
+        .unwrap_or_default();
+    let target = target(&request.path).filter(|t| match t {
+        Target::Resources(gv) => !unserved.iter().any(|u| u == gv),
+        Target::Collection(r, _) | Target::Item(r, _, _) => {
+            !unserved.iter().any(|u| u == r.group_version)
+        }
+        _ => true,
+    });
+    let (status, body) = match target {
         None => status(404, "NotFound", &format!("no route for {}", request.path)),
         Some(Target::Versions) => (200, json!({"kind": "APIVersions", "versions": ["v1"]})),
-        Some(Target::Groups) => (200, groups()),
+        Some(Target::Groups) => (200, groups(&unserved)),
         Some(Target::Resources(group_version)) => (200, resources(group_version)),
         Some(Target::Collection(resource, namespace)) => match request.method.as_str() {
             "GET" if watch => {
@@ -360,11 +392,11 @@ fn status(code: u16, reason: &str, message: &str) -> (u16, Value) {
     )
 }
 
-fn groups() -> Value {
+fn groups(unserved: &[String]) -> Value {
     let mut names: Vec<&str> = RESOURCES
         .iter()
         .map(|r| r.group_version)
-        .filter(|gv| gv.contains('/'))
+        .filter(|gv| gv.contains('/') && !unserved.iter().any(|u| u == gv))
         .collect();
     names.dedup();
     let groups: Vec<Value> = names

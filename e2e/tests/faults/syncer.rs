@@ -242,3 +242,112 @@ fn the_syncer_follows_ten_thousand_pods_by_watches_and_writes_only_what_changed(
     );
     assert!(memory.is_some_and(|kib| kib < 256 * 1024), "{memory:?} KiB");
 }
+
+/// The published cluster document, when there is one.
+fn cluster_document(api: &FakeApi) -> Option<Value> {
+    let maps = api.objects("ConfigMap");
+    let index = config_map(&maps, "os-placement-facts-cluster")?["data"]["index"].as_str()?;
+    serde_json::from_str(index).ok()
+}
+
+/// `e2e/clusters/eks-karpenter` on the fake API: the syncer publishes what
+/// its NodePools launch beside its two Nodes, follows a class going not
+/// ready within seconds, and on a cluster without Karpenter's CRDs (404)
+/// publishes the Nodes alone, saying so once.
+#[test]
+fn the_syncer_publishes_what_nodepools_launch_and_follows_their_conditions() {
+    let Some(cli) = cli_binary().unwrap() else {
+        return;
+    };
+    let fixture = os_placement_e2e::repo_root().join("e2e/clusters/eks-karpenter");
+    let mut objects = os_placement_e2e::capabilities::Cluster::load(&fixture)
+        .unwrap()
+        .objects()
+        .to_vec();
+    objects.push(
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "os-placement"}}),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let api = FakeApi::start(objects.clone()).unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    api.kubeconfig(&kubeconfig).unwrap();
+    let log = dir.path().join("syncer.log");
+    let mut syncer = spawn_syncer(&cli, &kubeconfig, &log);
+    let logged = || std::fs::read_to_string(&log).unwrap_or_default();
+    let sources = |api: &FakeApi| -> Vec<String> {
+        cluster_document(api)
+            .and_then(|d| d["capacity"].as_array().cloned())
+            .unwrap_or_default()
+            .iter()
+            .map(|c| match c["blocked"].as_str() {
+                Some(why) => format!("{}: {why}", c["source"].as_str().unwrap_or("")),
+                None => format!(
+                    "{} {}/{}",
+                    c["source"].as_str().unwrap_or(""),
+                    c["os"].as_str().unwrap_or(""),
+                    c["architecture"].as_str().unwrap_or("")
+                ),
+            })
+            .collect()
+    };
+    wait_for(Duration::from_secs(60), || !sources(&api).is_empty())
+        .unwrap_or_else(|| panic!("no capacity published:\n{}", logged()));
+    assert_eq!(cluster_nodes(&api), Some(2));
+    assert_eq!(
+        sources(&api),
+        [
+            "NodePool amd64 linux/amd64",
+            "NodePool arm64 linux/arm64",
+            "NodePool windows2022 windows/amd64",
+            "NodePool windows2025: its EC2NodeClass windows2025 reports AMIsReady is False (AMINotFound)",
+        ],
+        "{}",
+        logged()
+    );
+    // The Windows 2022 class loses its AMIs: the NodePool is blocked.
+    let mut class = objects
+        .iter()
+        .find(|o| o["kind"] == "EC2NodeClass" && o["metadata"]["name"] == "windows2022")
+        .unwrap()
+        .clone();
+    class["status"]["conditions"] =
+        json!([{"type": "Ready", "status": "False", "reason": "SubnetsNotFound"}]);
+    api.put(class);
+    let reacted = wait_for(Duration::from_secs(30), || {
+        sources(&api).iter().any(|s| s.contains("windows2022: its EC2NodeClass windows2022 reports Ready is False (SubnetsNotFound)"))
+    })
+    .unwrap_or_else(|| panic!("the class change was not published:\n{}", logged()));
+    eprintln!(
+        "facts sync, eks-karpenter: a node class going not ready published after {reacted:.1?}"
+    );
+    let _ = syncer.kill();
+    let _ = syncer.wait();
+
+    // Without Karpenter: the Nodes alone, and one line saying why.
+    let api = FakeApi::start(objects).unwrap();
+    for group in [
+        "karpenter.sh/v1",
+        "karpenter.k8s.aws/v1",
+        "eks.amazonaws.com/v1",
+    ] {
+        api.unserve(group);
+    }
+    api.kubeconfig(&kubeconfig).unwrap();
+    let log = dir.path().join("no-karpenter.log");
+    let mut syncer = spawn_syncer(&cli, &kubeconfig, &log);
+    let logged = || std::fs::read_to_string(&log).unwrap_or_default();
+    wait_for(Duration::from_secs(60), || cluster_nodes(&api).is_some())
+        .unwrap_or_else(|| panic!("nothing published:\n{}", logged()));
+    let _ = syncer.kill();
+    let _ = syncer.wait();
+    assert_eq!(cluster_nodes(&api), Some(2));
+    assert!(sources(&api).is_empty());
+    assert_eq!(
+        logged()
+            .matches("nodepools.karpenter.sh is not served (no Karpenter)")
+            .count(),
+        1,
+        "{}",
+        logged()
+    );
+}

@@ -171,7 +171,8 @@ fn the_policy_server_reads_what_the_policy_reads_and_nothing_more() {
     assert_eq!(kinds, ["RuntimeClass", "ConfigMap"]);
 }
 
-/// The syncer lists and watches workloads, Nodes and RuntimeClasses, writes
+/// The syncer lists and watches workloads, Nodes, RuntimeClasses and
+/// Karpenter's NodePools and node classes, writes
 /// ConfigMaps only in the facts namespace, and publishes where the policy
 /// reads by default.
 #[test]
@@ -200,7 +201,13 @@ fn the_facts_syncer_watches_the_cluster_and_writes_only_its_config_maps() {
             "batch/cronjobs:list",
             "batch/cronjobs:watch",
             "node.k8s.io/runtimeclasses:list",
-            "node.k8s.io/runtimeclasses:watch"
+            "node.k8s.io/runtimeclasses:watch",
+            "karpenter.sh/nodepools:list",
+            "karpenter.sh/nodepools:watch",
+            "karpenter.k8s.aws/ec2nodeclasses:list",
+            "karpenter.k8s.aws/ec2nodeclasses:watch",
+            "eks.amazonaws.com/nodeclasses:list",
+            "eks.amazonaws.com/nodeclasses:watch"
         ])
     );
     let role = find(&objects, "Role", "os-placement-facts-sync");

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use os_placement_e2e::corpus::malformed_message_lines;
 use os_placement_e2e::{admission_request, load_cases, repo_root, run_case, Case, DEFAULT_CASES};
 
-use super::host;
+use super::module;
 
 fn cases() -> (PathBuf, Vec<Case>) {
     let root = repo_root();
@@ -40,7 +40,10 @@ fn example_cases_match_expectations() {
                 continue;
             }
         };
-        let outcome = run_case(&host(), resolved);
+        let host = resolved
+            .host(module())
+            .unwrap_or_else(|e| panic!("{}: {e:#}", case.name));
+        let outcome = run_case(&host, resolved);
         failures.extend(
             outcome
                 .mismatches
@@ -60,7 +63,10 @@ fn example_rejections_follow_message_format() {
         let resolved = case
             .resolve(&root)
             .unwrap_or_else(|e| panic!("{}: {e:#}", case.name));
-        let evaluation = run_case(&host(), resolved)
+        let host = resolved
+            .host(module())
+            .unwrap_or_else(|e| panic!("{}: {e:#}", case.name));
+        let evaluation = run_case(&host, resolved)
             .evaluation
             .unwrap_or_else(|e| panic!("{}: the policy failed: {e:#}", case.name));
         if !evaluation.response.accepted {
@@ -97,7 +103,10 @@ fn example_mutations_are_idempotent() {
             .unwrap_or_else(|e| panic!("{}: {e:#}", case.name));
         let settings = resolved.settings.clone();
         let old_object = resolved.old_object.clone();
-        let first = run_case(&host(), resolved)
+        let host = resolved
+            .host(module())
+            .unwrap_or_else(|e| panic!("{}: {e:#}", case.name));
+        let first = run_case(&host, resolved)
             .evaluation
             .unwrap_or_else(|e| panic!("{}: the policy failed: {e:#}", case.name));
         if !first.response.accepted || !first.patched() {
@@ -113,7 +122,7 @@ fn example_mutations_are_idempotent() {
             old_object.as_ref(),
             case.sub_resource.as_deref(),
         );
-        match host().validate(&request, &settings) {
+        match host.validate(&request, &settings) {
             Err(e) => failures.push(format!("{}: second pass failed: {e:#}", case.name)),
             Ok(second) if !second.response.accepted => failures.push(format!(
                 "{}: mutated object rejected: {}",

@@ -58,7 +58,8 @@ struct Signature {
     varying: Vec<String>,
 }
 
-/// Groups `nodes` into classes within [`CLASS_BUDGET`].
+/// Groups `nodes` into classes within [`CLASS_BUDGET`]; launchable entries
+/// (capacity, published apart) are left out.
 pub fn classify(nodes: &[Node]) -> NodeClasses {
     classify_within(nodes, CLASS_BUDGET)
 }
@@ -72,7 +73,7 @@ pub fn classify_within(nodes: &[Node], budget: usize) -> NodeClasses {
         if published_size(&classes) <= budget {
             return classes;
         }
-        match most_varied(nodes, &left_out) {
+        match most_varied(nodes.iter().filter(|n| n.exists()), &left_out) {
             Some(key) => left_out.insert(key),
             None => return classes,
         };
@@ -110,7 +111,7 @@ fn group(nodes: &[Node], left_out: &BTreeSet<String>) -> NodeClasses {
     // Signature → (class number, example name, count).
     let mut seen: BTreeMap<Signature, (usize, String, u32)> = BTreeMap::new();
     let mut of_node = Vec::with_capacity(nodes.len());
-    for node in nodes {
+    for node in nodes.iter().filter(|n| n.exists()) {
         let next = seen.len();
         let entry = seen
             .entry(signature(node, left_out))
@@ -131,8 +132,9 @@ fn group(nodes: &[Node], left_out: &BTreeSet<String>) -> NodeClasses {
     // In the order of their first node, as a listing shows them.
     classes.sort_by_key(|(number, _, _)| *number);
     let ids: Vec<Key> = classes.iter().map(|(_, id, _)| *id).collect();
-    let members = nodes
+    let members: Vec<Member> = nodes
         .iter()
+        .filter(|n| n.exists())
         .zip(of_node)
         .filter_map(|(node, number)| {
             Some(Member {
@@ -143,13 +145,13 @@ fn group(nodes: &[Node], left_out: &BTreeSet<String>) -> NodeClasses {
         })
         .collect();
     NodeClasses {
-        total: u32::try_from(nodes.len()).unwrap_or(u32::MAX),
+        total: u32::try_from(members.len()).unwrap_or(u32::MAX),
         classes: classes
             .into_iter()
             .map(|(_, id, node)| (id, node))
             .collect(),
         members,
-        hostnames_are_names: nodes.iter().all(|n| {
+        hostnames_are_names: nodes.iter().filter(|n| n.exists()).all(|n| {
             n.labels
                 .get(HOSTNAME_LABEL)
                 .is_none_or(|hostname| *hostname == n.name)
@@ -177,6 +179,8 @@ fn class_node(signature: Signature, name: String, count: u32) -> Node {
         count,
         varying: signature.varying,
         unnamed: None,
+        launchable: None,
+        blocked: None,
     }
 }
 
@@ -191,7 +195,10 @@ fn published_size(classes: &NodeClasses) -> usize {
 
 /// The label with the most distinct values that may be left out: not one
 /// that tells the OS, build or architecture, not one left out already.
-fn most_varied(nodes: &[Node], left_out: &BTreeSet<String>) -> Option<String> {
+pub(crate) fn most_varied<'n>(
+    nodes: impl Iterator<Item = &'n Node>,
+    left_out: &BTreeSet<String>,
+) -> Option<String> {
     let mut values: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     for node in nodes {
         for (key, value) in &node.labels {

@@ -14,7 +14,18 @@
 //! ```
 //!
 //! `nodes` and `classes` are absent when no node facts were published,
-//! `runtimeClasses` when no RuntimeClasses were. A class's labels are
+//! `runtimeClasses` when no RuntimeClasses were. `capacity` lists what
+//! can be launched for a pending pod (a Karpenter NodePool, per OS, build
+//! and architecture) as classes with a `source` and no count, and the
+//! NodePools that launch nothing now with `blocked` saying why:
+//!
+//! ```json
+//! "capacity": [{"source": "NodePool windows2022", "os": "windows",
+//!               "windowsBuild": "10.0.20348", "architecture": "amd64",
+//!               "labels": "karpenter.sh/nodepool=windows2022,...", "varying": [...]},
+//!              {"source": "NodePool windows2025",
+//!               "blocked": "its EC2NodeClass windows2025 reports AMIsReady is False (AMINotFound)"}]
+//! ``` A class's labels are
 //! written as `kubectl label` takes them (`key=value,...`) and its taints
 //! as `kubectl taint` does (`key=value:Effect`, `key:Effect`): neither
 //! syntax allows a comma, an equals sign or a quote in a key or value, so
@@ -45,6 +56,7 @@ use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde::{Deserialize, Serialize};
 
+use crate::input::capacity::DECIDED_AT_LAUNCH;
 use crate::input::facts::{ClusterRuntimeClass, ImageFacts, Platform};
 use crate::input::node::Node;
 use crate::input::published::key::{Key, KEY_CHARS};
@@ -85,6 +97,9 @@ pub struct Document<'a> {
     /// Cluster: the node classes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub classes: Vec<PublishedClass>,
+    /// Cluster: what can be launched on demand, and what cannot now.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub capacity: Vec<PublishedCapacity>,
     /// Cluster: every RuntimeClass; absent when none were published.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime_classes: Option<SortedMap<String, ClusterRuntimeClass>>,
@@ -109,16 +124,10 @@ fn is_zero(n: &u16) -> bool {
     *n == 0
 }
 
-/// A class as the cluster document writes it.
+/// What a class or a capacity entry says of its nodes.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct PublishedClass {
-    /// Its id, which name records point at.
-    pub id: String,
-    /// How many nodes it has.
-    pub count: u32,
-    /// Its first node by name.
-    pub name: String,
+pub struct PublishedNodes {
     /// `linux` or `windows`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub os: Option<String>,
@@ -139,6 +148,35 @@ pub struct PublishedClass {
     pub varying: Vec<String>,
 }
 
+impl PublishedNodes {
+    /// What `node` says, with `varying` as written.
+    fn of(node: &Node, varying: Vec<String>) -> PublishedNodes {
+        PublishedNodes {
+            os: node.os.clone(),
+            windows_build: node.windows_build.clone(),
+            architecture: node.architecture.clone(),
+            labels: format_labels(&node.labels),
+            taints: format_taints(&node.taints),
+            varying,
+        }
+    }
+}
+
+/// A class as the cluster document writes it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PublishedClass {
+    /// Its id, which name records point at.
+    pub id: String,
+    /// How many nodes it has.
+    pub count: u32,
+    /// Its first node by name.
+    pub name: String,
+    /// What its nodes are.
+    #[serde(flatten)]
+    pub nodes: PublishedNodes,
+}
+
 impl PublishedClass {
     /// The class of `node` (a class entry) under `id`.
     pub fn of(id: &Key, node: &Node) -> PublishedClass {
@@ -146,28 +184,44 @@ impl PublishedClass {
             id: id.to_string(),
             count: node.count,
             name: node.name.clone(),
-            os: node.os.clone(),
-            windows_build: node.windows_build.clone(),
-            architecture: node.architecture.clone(),
-            labels: format_labels(&node.labels),
-            taints: format_taints(&node.taints),
-            varying: node.varying.clone(),
+            nodes: PublishedNodes::of(node, node.varying.clone()),
         }
     }
+}
 
-    /// The class as a node entry.
-    pub fn node(&self) -> Node {
-        Node {
-            name: self.name.clone(),
-            os: self.os.clone(),
-            windows_build: self.windows_build.clone(),
-            architecture: self.architecture.clone(),
-            labels: parse_labels(&self.labels),
-            taints: parse_taints(&self.taints),
-            count: self.count,
-            varying: self.varying.clone(),
-            unnamed: None,
-        }
+/// Capacity as the cluster document writes it: nodes a NodePool launches,
+/// with no count and no name; `varying` holds the label keys that differ
+/// between the NodePools merged here, besides those every launched node
+/// leaves undecided (`capacity::DECIDED_AT_LAUNCH`, not written).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PublishedCapacity {
+    /// What launches them: `NodePool windows2022`.
+    pub source: String,
+    /// Why it launches nothing now; absent when it launches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocked: Option<String>,
+    /// What its nodes are.
+    #[serde(flatten)]
+    pub nodes: PublishedNodes,
+}
+
+impl PublishedCapacity {
+    /// The published form of a launchable entry; `None` for a node.
+    pub fn of(node: &Node) -> Option<PublishedCapacity> {
+        // What every launched node leaves undecided is not written: the
+        // reader adds it back.
+        let varying = node
+            .varying
+            .iter()
+            .filter(|k| !DECIDED_AT_LAUNCH.contains(&k.as_str()))
+            .cloned()
+            .collect();
+        Some(PublishedCapacity {
+            source: node.launchable.clone()?,
+            blocked: node.blocked.clone(),
+            nodes: PublishedNodes::of(node, varying),
+        })
     }
 }
 

@@ -22,6 +22,7 @@
 pub mod classes;
 pub mod document;
 pub mod key;
+pub mod launchable;
 pub mod legacy;
 mod parse;
 pub mod read;

@@ -12,6 +12,7 @@ use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqA
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::input::capacity::DECIDED_AT_LAUNCH;
 use crate::input::facts::{ClusterRuntimeClass, ImageFacts};
 use crate::input::host_answers;
 use crate::input::node::{Node, ALL_LABELS};
@@ -195,6 +196,8 @@ pub(crate) struct Parsed<'t> {
     pub nodes: Option<u64>,
     pub hostnames_are_names: bool,
     pub classes: Vec<(String, Node)>,
+    /// Cluster: the launchable entries.
+    pub capacity: Vec<Node>,
     /// Cluster: the kept RuntimeClasses, when any were published.
     pub runtime_classes: Option<SortedMap<String, ClusterRuntimeClass>>,
     pub shard: Option<u64>,
@@ -241,6 +244,13 @@ impl<'de> Visitor<'de> for DocumentSeed<'_> {
                 "nodes" => parsed.nodes = map.next_value()?,
                 "hostnamesAreNames" => parsed.hostnames_are_names = map.next_value()?,
                 "classes" => parsed.classes = map.next_value_seed(ClassesSeed(self.0.labels))?,
+                "capacity" => {
+                    let entries = map.next_value_seed(ClassesSeed(self.0.labels))?;
+                    parsed.capacity = entries
+                        .into_iter()
+                        .map(|(_, node)| launched(node))
+                        .collect();
+                }
                 "runtimeClasses" => {
                     parsed.runtime_classes = Some(map.next_value_seed(RuntimeClassesSeed(self.0))?)
                 }
@@ -286,7 +296,23 @@ impl<'de> Visitor<'de> for ClassesSeed {
     }
 }
 
-/// One class; without labels, its label keys are all unknown.
+/// A capacity entry as read, with what every launched node leaves
+/// undecided (not written) back among its varying keys.
+fn launched(mut node: Node) -> Node {
+    if !node.varying.iter().any(|k| k == ALL_LABELS) {
+        for key in DECIDED_AT_LAUNCH {
+            if !node.labels.contains_key(*key) && !node.varying.iter().any(|k| k == key) {
+                node.varying.push((*key).to_string());
+            }
+        }
+        node.varying.sort();
+    }
+    node
+}
+
+/// One class, or one capacity entry (with a `source`, and a `blocked`
+/// reason when it launches nothing); without labels, its label keys are
+/// all unknown.
 struct ClassSeed(bool);
 
 impl<'de> DeserializeSeed<'de> for ClassSeed {
@@ -318,6 +344,13 @@ impl<'de> Visitor<'de> for ClassSeed {
                 ("labels", true) => node.labels = parse_labels(&map.next_value::<Text<'de>>()?.0),
                 ("taints", true) => node.taints = parse_taints(&map.next_value::<Text<'de>>()?.0),
                 ("varying", true) => node.varying = map.next_value()?,
+                ("source", _) => {
+                    let source = map.next_value::<Text<'de>>()?.0.into_owned();
+                    node.name = source.clone();
+                    node.launchable = Some(source);
+                    node.unnamed = Some(Vec::new());
+                }
+                ("blocked", _) => node.blocked = text(map.next_value()?),
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }

@@ -56,6 +56,8 @@ pub struct Found {
 pub struct Cluster {
     /// The node classes by id; `None` when no node facts were published.
     pub classes: Option<Vec<(String, Node)>>,
+    /// What NodePools launch (count 0), and those that launch nothing now.
+    pub capacity: Vec<Node>,
     /// Whether every node's hostname label is its name.
     pub hostnames_are_names: bool,
     /// Every RuntimeClass; `None` when none were published.
@@ -144,6 +146,7 @@ impl Found {
             "cluster" => {
                 self.cluster = Some(Cluster {
                     classes: document.nodes.map(|_| document.classes),
+                    capacity: document.capacity,
                     hostnames_are_names: document.hostnames_are_names,
                     runtime_classes: document.runtime_classes,
                 })
@@ -210,9 +213,9 @@ impl Found {
             .map(|class| RuntimeClassFacts::Found(class.clone()))
     }
 
-    /// The node inventory: each class of nodes, and apart from its class
-    /// each node the pod selects by one of `names` (name or hostname) that
-    /// the facts hold. The other nodes of a class are known to carry none of
+    /// The node inventory: each class of nodes, apart from its class each
+    /// node the pod selects by one of `names` (name or hostname) that the
+    /// facts hold, and the capacity entries. The other nodes of a class are known to carry none of
     /// those; a name the facts do not hold may be any node's.
     /// `not_published` words the failure when there are no node facts.
     pub fn node_facts(&self, names: &[String], not_published: &str) -> NodeFacts {
@@ -249,6 +252,7 @@ impl Found {
             }
         }
         nodes.retain(|n| n.count > 0);
+        nodes.extend(cluster.capacity.iter().cloned());
         NodeFacts::Listed(nodes)
     }
 }

@@ -12,9 +12,11 @@ use crate::input::facts::{ClusterRuntimeClass, ImageFacts};
 use crate::input::node::Node;
 use crate::input::published::classes::{classify, NodeClasses};
 use crate::input::published::document::{
-    value_code, Document, PublishedClass, PublishedValue, FORMAT_VERSION, MAX_VALUES,
+    value_code, Document, PublishedCapacity, PublishedClass, PublishedValue, FORMAT_VERSION,
+    MAX_VALUES,
 };
 use crate::input::published::key::{Key, SHARDS};
+use crate::input::published::launchable;
 use crate::input::published::{
     cluster_config_map_name, shard_config_map_name, shard_label_value, CLUSTER_LABEL_VALUE,
     FACTS_LABEL, IMAGES_KEY, INDEX_KEY, RESOLVED_AT_KEY,
@@ -28,7 +30,8 @@ pub const PART_BYTES: usize = 700 * 1024;
 /// What to publish.
 #[derive(Debug, Clone, Copy)]
 pub struct Sources<'a> {
-    /// The cluster's Nodes; `None` publishes no node facts.
+    /// The cluster's Nodes, and the launchable entries of its NodePools
+    /// (`capacity::from_objects`); `None` publishes no node facts.
     pub nodes: Option<&'a [Node]>,
     /// Every RuntimeClass; `None` publishes none.
     pub runtime_classes: Option<&'a SortedMap<String, ClusterRuntimeClass>>,
@@ -112,6 +115,13 @@ fn cluster_config_map(
             .iter()
             .flat_map(|c| &c.classes)
             .map(|(id, node)| PublishedClass::of(id, node))
+            .collect(),
+        capacity: sources
+            .nodes
+            .map(launchable::group)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(PublishedCapacity::of)
             .collect(),
         runtime_classes: sources.runtime_classes.cloned(),
         ..Document::default()

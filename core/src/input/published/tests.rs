@@ -463,3 +463,81 @@ fn selectors_name_the_cluster_and_one_shard() {
         "os-placement-facts-shard-17-2"
     );
 }
+
+/// Launchable capacity is published beside the classes, not counted as
+/// nodes, and read back as it was (its blocked reason too), with or
+/// without labels kept.
+#[test]
+fn capacity_is_published_apart_and_read_back() {
+    let pools = [
+        json!({"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "win"},
+            "spec": {"template": {"metadata": {"labels": {"team": "shop"}}, "spec": {
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "w"},
+                "taints": [{"key": "os", "value": "windows", "effect": "NoSchedule"}]}}}}),
+        json!({"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": "w"},
+            "spec": {"amiFamily": "Windows2022"}}),
+        json!({"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "gone"},
+            "spec": {"template": {"spec": {
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "x"}}}}}),
+    ];
+    let mut nodes = vec![node("n-1", "linux", "n-1")];
+    let capacity = crate::input::capacity::from_objects(&pools);
+    nodes.extend(capacity.iter().cloned());
+    let maps = config_maps(
+        &Sources {
+            nodes: Some(&nodes),
+            ..Sources::default()
+        },
+        "facts",
+    );
+    let document: Value =
+        serde_json::from_str(maps[0]["data"][INDEX_KEY].as_str().unwrap()).unwrap();
+    assert_eq!(document["nodes"], 1, "capacity is not a node: {document}");
+    assert_eq!(document["classes"].as_array().unwrap().len(), 1);
+    assert_eq!(document["capacity"][0]["source"], "NodePool win");
+    assert_eq!(
+        document["capacity"][1]["blocked"],
+        "its EC2NodeClass x does not exist"
+    );
+    for labels in [true, false] {
+        let found = read(
+            maps_of(&maps),
+            &Wanted {
+                labels,
+                ..Wanted::default()
+            },
+        );
+        let NodeFacts::Listed(read_back) = found.node_facts(&[], "none") else {
+            panic!("node facts are published");
+        };
+        let launchable: Vec<&Node> = read_back.iter().filter(|n| !n.exists()).collect();
+        assert_eq!(launchable.len(), 2, "{read_back:?}");
+        assert_eq!(
+            launchable[0].build().map(|b| b.to_string()).as_deref(),
+            Some("10.0.20348")
+        );
+        assert_eq!(launchable[0].describe(), "NodePool win (none yet)");
+        assert_eq!(
+            launchable[1].blocked.as_deref(),
+            Some("its EC2NodeClass x does not exist")
+        );
+        if labels {
+            assert_eq!(launchable[0].labels, capacity[0].labels);
+            assert_eq!(launchable[0].taints, capacity[0].taints);
+            assert_eq!(launchable[0].varying, capacity[0].varying);
+            assert_eq!(launchable[0].name_value(), LabelValue::Fresh);
+        }
+    }
+    // Negative: without NodePools the document has no capacity.
+    let maps = config_maps(
+        &Sources {
+            nodes: Some(&nodes[..1]),
+            ..Sources::default()
+        },
+        "facts",
+    );
+    assert!(!maps[0]["data"][INDEX_KEY]
+        .as_str()
+        .unwrap()
+        .contains("capacity"));
+}

@@ -19,9 +19,12 @@ use std::fmt;
 use serde::Serialize;
 use serde_json::Value;
 
-pub use objects::{ImageRule, RuntimeClass, Scheduling, Settings, DEFAULT_FACTS_NAMESPACE};
-pub use taints::TaintSetting;
+pub use objects::{
+    ImageRule, NodeTemplate, RuntimeClass, Scheduling, Settings, DEFAULT_FACTS_NAMESPACE,
+};
+pub use taints::{TaintFields, TaintSetting};
 
+use crate::vocab::constraint::Os;
 use crate::vocab::diagnostics::{render, Code, Diagnostic};
 use crate::vocab::isolation::{handler_is_hyperv, Isolation};
 use crate::vocab::taint::Taint;
@@ -108,6 +111,8 @@ values::word_setting!(NodeInventory {
 });
 
 values::word_setting!(Isolation { "process" => Isolation::Process, "hyperv" => Isolation::Hyperv });
+
+values::word_setting!(Os { "linux" => Os::Linux, "windows" => Os::Windows });
 
 impl NodeInventory {
     /// Whether the check needs the Nodes.

@@ -8,14 +8,15 @@ use k8s_openapi::api::core::v1::Toleration;
 
 use crate::input::settings::declare::{settings_object, Validate};
 use crate::input::settings::read::At;
-use crate::input::settings::taints::TaintSetting;
+use crate::input::settings::taints::{TaintFields, TaintSetting};
 use crate::input::settings::{
     DefaultOs, ImageFactsSource, ImageLookup, LookupFailure, NodeInventory,
 };
 use crate::vocab::build::WindowsBuild;
+use crate::vocab::constraint::Os;
 use crate::vocab::glob::{Glob, GlobError};
 use crate::vocab::isolation::Isolation;
-use crate::vocab::names::{is_dns_label, is_dns_subdomain};
+use crate::vocab::names::{is_dns_label, is_dns_subdomain, is_label_value};
 
 /// The namespace the facts syncer publishes image facts in, unless the
 /// settings name another.
@@ -56,6 +57,8 @@ settings_object! {
         node_inventory: NodeInventory = NodeInventory::Auto => "nodeInventory";
         /// The builds (10.0.N) the Windows nodes run, for build placement when no node facts are read.
         windows_builds: Vec<WindowsBuild> = Vec::new() => "windowsBuilds";
+        /// Capacity no object in the cluster shows, which the node inventory counts like the NodePools the syncer publishes: cluster-autoscaler node groups and EKS managed node groups scaled to zero, each as {name, os, windowsBuild, architecture, labels, taints}.
+        node_templates: Vec<NodeTemplate> = Vec::new() => "nodeTemplates";
     }
 }
 
@@ -92,11 +95,65 @@ impl Validate for Settings {
                 ),
             );
         }
+        for (i, template) in self.node_templates.iter().enumerate() {
+            if self
+                .node_templates
+                .iter()
+                .take(i)
+                .any(|t| t.name == template.name)
+            {
+                at.field("nodeTemplates").index(i).problem_at(
+                    "name",
+                    format_args!(
+                        "{:?} is declared twice: node template names are unique",
+                        template.name
+                    ),
+                );
+            }
+        }
         for (i, build) in self.windows_builds.iter().enumerate() {
             if self.windows_builds.iter().take(i).any(|b| b == build) {
                 at.field("windowsBuilds")
                     .index(i)
                     .problem(format_args!("\"{build}\" is listed twice"));
+            }
+        }
+    }
+}
+
+settings_object! {
+    /// Nodes that can be launched on demand and that no object in the
+    /// cluster describes (a node group scaled to zero).
+    pub struct NodeTemplate {
+        /// A name for messages: the node group's, e.g. windows-2022-ng.
+        name: String = String::new() => "name", required "is required: the node group's name, for messages";
+        /// linux or windows.
+        os: Os = Os::Linux => "os", required "is required: linux or windows";
+        /// The build its Windows nodes run, 10.0.N.
+        windows_build: Option<WindowsBuild> = None => "windowsBuild";
+        /// Its nodes' CPU architecture (kubernetes.io/arch: amd64, arm64, ...); without it, any.
+        architecture: Option<String> = None => "architecture";
+        /// The labels its nodes carry, e.g. eks.amazonaws.com/nodegroup.
+        labels: StringMap = StringMap::new() => "labels";
+        /// The taints its nodes carry, each {key, value, effect}.
+        taints: Vec<TaintFields> = Vec::new() => "taints";
+    }
+}
+
+impl Validate for NodeTemplate {
+    fn validate(&self, at: &At<'_>) {
+        if self.os == Os::Linux && self.windows_build.is_some() {
+            at.problem_at(
+                "windowsBuild",
+                "is set but os is linux: a build is for Windows node groups; remove it, or set os to windows",
+            );
+        }
+        if let Some(arch) = &self.architecture {
+            if arch.is_empty() || !is_label_value(arch) {
+                at.problem_at(
+                    "architecture",
+                    format_args!("{arch:?} is not an architecture (a kubernetes.io/arch value such as amd64 or arm64)"),
+                );
             }
         }
     }

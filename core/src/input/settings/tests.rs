@@ -1037,7 +1037,10 @@ fn every_setting_round_trips_through_json() {
         "windowsImages": [{"pattern": "r/*", "windowsBuild": "10.0.17763"}],
         "imageLookup": "always", "imageFacts": "registry", "imageFactsNamespace": "facts",
         "lookupFailure": "reject", "nodeInventory": "warn",
-        "windowsBuilds": ["10.0.20348"]
+        "windowsBuilds": ["10.0.20348"],
+        "nodeTemplates": [{"name": "windows-ng", "os": "windows", "windowsBuild": "10.0.20348",
+            "architecture": "amd64", "labels": {"eks.amazonaws.com/nodegroup": "windows-ng"},
+            "taints": [{"key": "os", "value": "windows", "effect": "NoSchedule"}]}]
     });
     let written = ok(full.clone()).to_json();
     assert_eq!(ok(written.clone()).to_json(), written);
@@ -1050,6 +1053,49 @@ fn every_setting_round_trips_through_json() {
         assert_eq!(alone(&written), alone(&full), "{key}");
         assert_ne!(written[*key], defaults[*key], "{key} left at its default");
     }
+}
+
+/// Node groups scaled to zero (cluster-autoscaler's, EKS managed node
+/// groups'): declared with what their nodes carry, checked as the rest.
+#[test]
+fn node_templates_are_read_and_checked() {
+    let s = ok(json!({"nodeTemplates": [
+        {"name": "win", "os": "windows", "windowsBuild": "10.0.17763",
+         "taints": [{"key": "os", "value": "windows", "effect": "NoSchedule"}]},
+        {"name": "arm", "os": "linux", "architecture": "arm64", "labels": {"pool": "arm"}}]}));
+    assert_eq!(s.node_templates.len(), 2);
+    assert_eq!(
+        s.node_templates[0].os,
+        crate::vocab::constraint::Os::Windows
+    );
+    assert_eq!(s.node_templates[1].architecture.as_deref(), Some("arm64"));
+    // Negative: every problem, each at its path.
+    let found = problems(json!({"nodeTemplates": [
+        {"os": "windows"},
+        {"name": "l", "os": "linux", "windowsBuild": "10.0.17763", "architecture": "x y"},
+        {"name": "m", "os": "macos", "labels": {"bad key!": "v"}},
+        {"name": "t", "os": "linux", "taints": [{"key": "os", "effect": "Sometimes"}]}]}));
+    for (path, words) in [
+        ("nodeTemplates[0].name", "is required"),
+        ("nodeTemplates[1].windowsBuild", "os is linux"),
+        ("nodeTemplates[1].architecture", "not an architecture"),
+        ("nodeTemplates[2].os", "linux"),
+        ("nodeTemplates[2].labels[bad key!]", "not a valid label key"),
+        ("nodeTemplates[3].taints[0].effect", "not a taint effect"),
+    ] {
+        assert!(
+            found
+                .iter()
+                .any(|p| p.starts_with(path) && p.contains(words)),
+            "{path}: {words} not in {found:#?}"
+        );
+    }
+    let twice = problems(json!({"nodeTemplates": [
+        {"name": "ng", "os": "linux"}, {"name": "ng", "os": "windows"}]}));
+    assert_eq!(
+        twice,
+        ["nodeTemplates[1].name: \"ng\" is declared twice: node template names are unique"]
+    );
 }
 
 #[test]
