@@ -407,3 +407,64 @@ fn a_pod_bound_to_a_named_node_is_not_placed_by_a_nodepool() {
     let d = with(&pod(spec_with_images(&[IIS_2022])), &warn, &facts);
     assert_eq!(no_node_warning(&d), None);
 }
+
+/// Every place of every fixture object, replaced by a value of each other
+/// JSON type in turn: reading never panics, and neither does deciding a
+/// pod with what was read (a trap under `failurePolicy: Fail` would block
+/// pod creation).
+#[test]
+fn no_nodepool_shape_panics() {
+    fn places(value: &Value, at: String, out: &mut Vec<String>) {
+        out.push(at.clone());
+        match value {
+            Value::Object(map) => map.iter().for_each(|(k, v)| {
+                places(
+                    v,
+                    format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")),
+                    out,
+                )
+            }),
+            Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .for_each(|(i, v)| places(v, format!("{at}/{i}"), out)),
+            _ => {}
+        }
+    }
+    let all = objects(&[
+        WINDOWS_2022,
+        WINDOWS_2025_NOT_READY,
+        MULTIPLE_ARCH,
+        AUTO_MODE,
+    ]);
+    let junk = [
+        json!(null),
+        json!(7),
+        json!("x"),
+        json!([1, {}]),
+        json!({"a": []}),
+        json!(true),
+    ];
+    let object = deployment(&[IIS_2022]);
+    let reject = eks_with(json!({"nodeInventory": "reject"}));
+    let mut tried = 0;
+    for (i, target) in all.iter().enumerate() {
+        let mut at = Vec::new();
+        places(target, String::new(), &mut at);
+        for place in at.iter().filter(|p| !p.is_empty()) {
+            for value in &junk {
+                let mut changed = all.clone();
+                *changed[i].pointer_mut(place).unwrap() = value.clone();
+                let nodes = capacity::from_objects(&changed);
+                let facts = cluster(vec![linux_node("n")], &[]);
+                let mut facts = facts;
+                if let Some(NodeFacts::Listed(listed)) = &mut facts.nodes {
+                    listed.extend(nodes);
+                }
+                let _ = with(&object, &reject, &facts);
+                tried += 1;
+            }
+        }
+    }
+    assert!(tried > 500, "{tried} shapes tried");
+}
