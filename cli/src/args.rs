@@ -163,6 +163,12 @@ pub struct PolicyArgs {
     /// The admission operation to simulate (an AdmissionReview brings its own).
     #[arg(long, value_enum, ignore_case = true, default_value_t = OperationArg::Create)]
     pub operation: OperationArg,
+    /// Judge the objects as they exist in the cluster (`kubectl get ... -o
+    /// yaml`), as Kubewarden's background audit does: what admission would
+    /// add or refuse fails, and a Pod with spec.nodeName is judged on that
+    /// node (from --facts).
+    #[arg(long, conflicts_with = "operation")]
+    pub audit: bool,
     /// What the cluster and registries hold, as the policy would look it up:
     /// `kubectl get nodes,runtimeclasses,nodepools,ec2nodeclasses -o yaml`
     /// output, and/or image platforms (README, "Facts"). Without it (and --lookup) nothing is looked up.

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use os_placement_core::{Operation, Settings};
+use os_placement_core::{Operation, Origin, Settings};
 use os_placement_door::{read_settings, HostFacts, Options, SettingsTextError};
 
 use crate::args::{PolicyArgs, Preset};
@@ -50,6 +50,8 @@ pub struct Policy {
     /// What `--facts` says the cluster and registries hold; `None`: nothing
     /// is looked up.
     pub facts: Option<HostFacts>,
+    /// `--audit`: objects judged as they exist, as the background audit does.
+    pub origin: Origin,
 }
 
 impl Policy {
@@ -61,6 +63,11 @@ impl Policy {
             label: source.label(),
             operation: args.operation.to_core(),
             facts: args.facts.as_deref().map(load_facts).transpose()?,
+            origin: if args.audit {
+                Origin::Audit
+            } else {
+                Origin::Admission
+            },
         })
     }
 
@@ -91,6 +98,7 @@ impl Policy {
             operation: self.operation,
             old_object: None,
             facts: self.facts.as_ref(),
+            origin: self.origin,
         }
     }
 }

@@ -30,6 +30,11 @@ pub fn run(args: &FixArgs) -> Result<u8, CliError> {
     let mut policy = Policy::load(&args.policy)?;
     // Fix exists to add what is missing, whatever the cluster's mode.
     policy.settings.mutate = true;
+    if args.policy.audit {
+        return Err(CliError::Usage(
+            "--audit judges objects without changing them: use `os-placement check --audit`",
+        ));
+    }
     if args.in_place && args.paths.iter().any(|p| p == "-") {
         return Err(CliError::Usage("--in-place cannot rewrite stdin"));
     }

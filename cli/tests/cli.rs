@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::common::{assert_snapshot, code, corpus, run, stderr, stdout};
+use crate::common::{self, assert_snapshot, code, corpus, run, stderr, stdout};
 use serde_json::Value;
 
 const EKS: &[&str] = &["--preset", "eks"];
@@ -517,4 +517,78 @@ fn facts_answer_the_lookups_and_a_bad_facts_file_is_named() {
         stderr(&output)
     );
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// `check --audit`: objects as `kubectl get -o yaml` prints them, judged as
+/// Kubewarden's background audit judges them.
+#[test]
+fn audit_fails_what_admission_would_change_and_pods_on_the_wrong_node() {
+    let live = r#"apiVersion: v1
+kind: List
+items:
+- apiVersion: apps/v1
+  kind: Deployment
+  metadata: {name: iis, namespace: shop, uid: u1, generation: 2, creationTimestamp: null}
+  spec:
+    selector: {matchLabels: {app: iis}}
+    template:
+      metadata: {labels: {app: iis}}
+      spec:
+        containers: [{name: iis, image: "mcr.microsoft.com/windows/servercore/iis:windowsservercore-ltsc2022"}]
+  status: {replicas: 1, unavailableReplicas: 1}
+- apiVersion: v1
+  kind: Pod
+  metadata:
+    name: iis-5c9d-x2x7q
+    namespace: shop
+    ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: iis-5c9d, uid: r1, controller: true}]
+  spec:
+    nodeName: ip-10-0-1-11.ec2.internal
+    containers: [{name: iis, image: "mcr.microsoft.com/windows/servercore/iis:windowsservercore-ltsc2022"}]
+    tolerations: [{key: os, operator: Equal, value: windows, effect: NoSchedule}]
+  status: {phase: Pending}
+"#;
+    let facts = common::repo_root().join("e2e/clusters/eks-mixed/nodes.yaml");
+    let facts = facts.to_str().unwrap();
+    let audited = check(
+        &["-"],
+        &[
+            "--preset", "eks", "--audit", "--facts", facts, "--output", "json",
+        ],
+        Some(live.as_bytes()),
+    );
+    assert_eq!(code(&audited), 1, "{}", stderr(&audited));
+    let report = json_report(&audited);
+    assert_eq!(
+        verdicts(&report),
+        [
+            ("Deployment/iis".to_owned(), "rejected".to_owned()),
+            ("Pod/iis-5c9d-x2x7q".to_owned(), "rejected".to_owned())
+        ],
+        "{report}"
+    );
+    let text = stdout(&audited);
+    assert!(
+        text.contains("ip-10-0-1-11.ec2.internal") && text.contains("ReplicaSet iis-5c9d"),
+        "{text}"
+    );
+    assert!(
+        text.contains("wrong-node") && text.contains("missing-os-selector"),
+        "{text}"
+    );
+    // Admission of the same objects: the Deployment is patched, the Pod admitted.
+    let admitted = check(
+        &["-"],
+        &["--preset", "eks", "--facts", facts, "--output", "json"],
+        Some(live.as_bytes()),
+    );
+    let verdicts = verdicts(&json_report(&admitted));
+    assert!(
+        verdicts.iter().all(|(_, v)| v != "rejected"),
+        "{verdicts:?}"
+    );
+    // Nothing to fix in an audit.
+    let fix = run(&["fix", "-", "--audit"], Some(live.as_bytes()));
+    assert_eq!(code(&fix), 2, "{}", stderr(&fix));
+    assert!(stderr(&fix).contains("check --audit"), "{}", stderr(&fix));
 }

@@ -142,6 +142,7 @@ fn policy_says(case: &Case, module: &PolicyModule) -> Vec<Said> {
                 operation: case.operation,
                 old_object: None,
                 facts: None,
+                origin: Default::default(),
             }
             .call(subject);
             let request = request_for(&call);

@@ -30,7 +30,7 @@ pub use input::facts::{
 };
 pub use input::node::{pools_from_value, Node};
 pub use input::pod::{ContainerList, ContainerView, PodView};
-pub use input::review::{locate_pod_spec, Operation, Review};
+pub use input::review::{locate_pod_spec, Operation, Origin, Review};
 pub use input::settings::schema::{FieldSchema, Shape};
 pub use input::settings::{
     DefaultOs, ImageFactsSource, ImageLookup, ImageRule, LookupFailure, NodeInventory,

@@ -3,7 +3,9 @@
 
 use std::path::PathBuf;
 
+use crate::audit::audit;
 use crate::common::*;
+use os_placement_core::Facts;
 use os_placement_core::Kind;
 use os_placement_core::Settings;
 use serde_json::{json, Value};
@@ -123,6 +125,23 @@ fn check_corpus(settings: &Settings, label: &str, expected: &[(&str, &str, &str)
         let text = std::fs::read_to_string(corpus_dir().join(&file)).unwrap();
         let object = yaml(&text);
         let d = create(&object, settings);
+        // The audit of the object as it is fails where admission would
+        // change or refuse it; of the object as admitted, it passes.
+        let audited = audit(&object, settings, &Facts::default());
+        assert_eq!(
+            audited.accepted,
+            d.accepted && d.patch.is_empty(),
+            "[{label}] {file}: audit {:?}",
+            audited.message()
+        );
+        if d.accepted {
+            let placed = audit(&result_object(&object, &d), settings, &Facts::default());
+            assert!(
+                placed.accepted,
+                "[{label}] {file}: placed object fails the audit: {:?}",
+                placed.message()
+            );
+        }
         if !d.accepted {
             let msg = message(&d);
             assert!(!msg.is_empty(), "{file}: empty rejection");

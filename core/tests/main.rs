@@ -13,6 +13,7 @@ mod props;
 mod api;
 mod architecture;
 mod architecture_pinning;
+mod audit;
 mod capacity;
 mod corpus;
 mod do_no_harm;

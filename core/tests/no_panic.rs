@@ -590,8 +590,20 @@ fn sweep(seed: u64, cases: usize) -> Tally {
             operation,
             object: &object,
             old_object: old.as_ref(),
+            // One in five as the audit scanner asks about a live object.
+            origin: if rng.chance(20) {
+                os_placement_core::Origin::Audit
+            } else {
+                os_placement_core::Origin::Admission
+            },
         };
         let d = run(&review, &settings);
+        if review.origin == os_placement_core::Origin::Audit {
+            assert!(
+                d.patch.is_empty() && d.mutated_object.is_none(),
+                "case {case}: audit patched"
+            );
+        }
         check_invariants(case, &review, &settings, &d);
         if d.mutated_object.is_some() {
             tally.mutated += 1;
@@ -651,6 +663,7 @@ fn random_values_as_whole_objects_never_panic() {
                 operation,
                 object: &object,
                 old_object: Some(&object),
+                origin: Default::default(),
             },
             &settings,
         );

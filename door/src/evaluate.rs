@@ -5,7 +5,7 @@
 //! evaluated, only answered as skipped with the reason.
 
 use os_placement_core::{
-    evaluate_request_with_facts, needs_request, Facts, Kind, Needs, Operation, Settings,
+    evaluate_request_with_facts, needs_request, Facts, Kind, Needs, Operation, Origin, Settings,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -14,7 +14,7 @@ use crate::answer::Answer;
 use crate::facts::HostFacts;
 use crate::node::Position;
 use crate::objects::{objects, Found, NotAnObject, Subject};
-use crate::request::{group_version, Submission};
+use crate::request::{audit_request, group_version, Submission};
 use crate::rules::{select, EPHEMERAL_CONTAINERS};
 use crate::stream::{read_stream, BrokenDocument};
 
@@ -31,12 +31,15 @@ pub struct Call<'a> {
 /// The request the API server sends for the call's object: the request of
 /// its AdmissionReview as it is, else one built for the operation. A Pod
 /// UPDATE is the one the rules select: through `ephemeralcontainers`, as
-/// `kubectl debug` sends it.
+/// `kubectl debug` sends it. For an audit, the audit scanner's request.
 pub fn request_for(call: &Call<'_>) -> Value {
     if let Some(request) = &call.subject.review_request {
         return request.clone();
     }
     let object = &call.subject.object;
+    if call.options.origin == Origin::Audit {
+        return audit_request(object);
+    }
     let text = |key: &str| object.get(key).and_then(Value::as_str).unwrap_or("");
     let is_pod = Kind::parse(text("kind")) == Some(Kind::Pod)
         && group_version(text("apiVersion")).0.is_empty();
@@ -102,6 +105,9 @@ pub struct Options<'a> {
     pub old_object: Option<&'a Value>,
     /// What the host would answer; `None`: no host, nothing is looked up.
     pub facts: Option<&'a HostFacts>,
+    /// Admission (a change being made), or the background audit of objects
+    /// as they exist (`operation` and `old_object` then do not apply).
+    pub origin: Origin,
 }
 
 impl<'a> Options<'a> {

@@ -47,6 +47,6 @@ pub use evaluate::{
 pub use facts::{read_facts, HostFacts, RenderSources};
 pub use node::{Data, Entry, Node, Position, Span};
 pub use objects::{objects, Found, Location, NotAnObject, Subject};
-pub use request::{admission_request, Submission};
+pub use request::{admission_request, audit_request, Submission};
 pub use settings::{read_settings, SettingsTextError};
 pub use stream::{read_one, read_stream, BrokenDocument, Document};

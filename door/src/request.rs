@@ -151,6 +151,38 @@ impl Submission<'_> {
     }
 }
 
+/// The request Kubewarden's audit scanner sends about a live `object`, as
+/// kubewarden-controller builds it
+/// (`internal/audit-scanner/scanner/admission_request.go`,
+/// `newAdmissionRequest`) and Go writes it: `CREATE`, the object's UID as
+/// the request's, `resource.resource` set to the Kind, an empty
+/// `userInfo`, no `oldObject` or `options`.
+pub fn audit_request(object: &Value) -> Value {
+    let api_version = str_at(object, &["apiVersion"]).unwrap_or_default();
+    let kind = str_at(object, &["kind"]).unwrap_or_default();
+    let (group, version) = group_version(api_version);
+    let gvk = json!({"group": group, "version": version, "kind": kind});
+    let mut request = Map::new();
+    let metadata = |key: &str| str_at(object, &["metadata", key]).unwrap_or_default();
+    request.insert("uid".into(), json!(metadata("uid")));
+    request.insert("kind".into(), gvk.clone());
+    request.insert(
+        "resource".into(),
+        json!({"group": group, "version": version, "resource": kind}),
+    );
+    request.insert("requestKind".into(), gvk);
+    request.insert("name".into(), json!(metadata("name")));
+    if !metadata("namespace").is_empty() {
+        request.insert("namespace".into(), json!(metadata("namespace")));
+    }
+    request.insert("operation".into(), json!("CREATE"));
+    request.insert("userInfo".into(), json!({}));
+    request.insert("object".into(), object.clone());
+    request.insert("oldObject".into(), Value::Null);
+    request.insert("options".into(), Value::Null);
+    Value::Object(request)
+}
+
 /// The AdmissionRequest for `object`: see [`Submission::request`].
 pub fn admission_request(
     object: &Value,
@@ -170,6 +202,28 @@ pub fn admission_request(
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn audit_requests_are_shaped_as_the_audit_scanner_builds_them() {
+        let object = json!({"apiVersion": "apps/v1", "kind": "DaemonSet",
+            "metadata": {"name": "agent", "namespace": "ops", "uid": "4f1c"}});
+        let request = audit_request(&object);
+        assert_eq!(request["uid"], "4f1c");
+        assert_eq!(request["operation"], "CREATE");
+        assert_eq!(
+            request["resource"],
+            json!({"group": "apps", "version": "v1", "resource": "DaemonSet"})
+        );
+        assert_eq!(request["requestKind"], request["kind"]);
+        assert_eq!(request["userInfo"], json!({}));
+        assert_eq!(request["namespace"], "ops");
+        assert_eq!(request["object"], object);
+        assert!(request.get("requestResource").is_none() && request.get("dryRun").is_none());
+        let cluster_scoped = audit_request(&json!({"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": "n"}}));
+        assert!(cluster_scoped.get("namespace").is_none());
+        assert_eq!(cluster_scoped["resource"]["group"], "");
+    }
     use super::*;
 
     /// Plurals as the API server serves them (`kubectl api-resources`).

@@ -61,6 +61,7 @@ fn every_doors_input_is_answered_as_listed() {
             operation,
             old_object: None,
             facts: facts.as_ref(),
+            origin: Default::default(),
         };
         let outcomes = evaluate_text(&read(&inputs_dir().join(input)), &options);
         let expected = case["expect"].as_array().unwrap();

@@ -162,6 +162,7 @@ fn answers(text: &str, settings: &Settings, facts: &HostFacts) -> Vec<Value> {
         operation: Operation::Create,
         old_object: None,
         facts: Some(facts),
+        origin: Default::default(),
     };
     read_stream(text)
         .into_iter()

@@ -147,6 +147,7 @@ pub fn run(inputs: &Inputs<'_>) -> Outcome {
         operation,
         old_object: old.as_ref(),
         facts: facts.as_ref(),
+        origin: Default::default(),
     };
     let documents = subjects
         .iter()

@@ -1,7 +1,9 @@
-//! The validation payload, read narrowly: the settings and the four request
-//! fields the core reads (`kind`, `operation`, `object`, `oldObject`) become
-//! JSON values; every other request field (`userInfo`, `resource`,
-//! `options`, ...) is skipped without being built. The settings stay text,
+//! The validation payload, read narrowly: the settings and the request
+//! fields the core reads (`kind`, `operation`, `object`, `oldObject`)
+//! become JSON values, and of `resource` and `userInfo`, which tell the
+//! audit scanner's requests apart, only `resource.resource` and
+//! `userInfo.username`; every other request field (`options`, `uid`, ...)
+//! is skipped without being built. The settings stay text,
 //! borrowed from the payload, for the settings cache. Duplicate keys keep
 //! the last value, as a full parse would.
 
@@ -76,6 +78,8 @@ enum Key {
     Operation,
     Object,
     OldObject,
+    Resource,
+    UserInfo,
     Other,
 }
 
@@ -88,6 +92,8 @@ impl Key {
             Key::Operation => "operation",
             Key::Object => "object",
             Key::OldObject => "oldObject",
+            Key::Resource => "resource",
+            Key::UserInfo => "userInfo",
             Key::Other => "",
         }
     }
@@ -116,6 +122,8 @@ impl Visitor<'_> for KeyVisitor {
             "operation" => Key::Operation,
             "object" => Key::Object,
             "oldObject" => Key::OldObject,
+            "resource" => Key::Resource,
+            "userInfo" => Key::UserInfo,
             _ => Key::Other,
         })
     }
@@ -149,6 +157,18 @@ impl<'de> Visitor<'de> for ObjectOrNothing {
                     match key {
                         Key::Kind | Key::Operation | Key::Object | Key::OldObject => {
                             fields.insert(key.name().to_string(), map.next_value()?);
+                        }
+                        Key::Resource | Key::UserInfo => {
+                            let inner = match key {
+                                Key::Resource => "resource",
+                                _ => "username",
+                            };
+                            let text = map.next_value_seed(OneString(inner))?;
+                            let mut object = Map::new();
+                            if let Some(text) = text {
+                                object.insert(inner.to_string(), Value::String(text));
+                            }
+                            fields.insert(key.name().to_string(), Value::Object(object));
                         }
                         _ => {
                             map.next_value::<IgnoredAny>()?;
@@ -190,6 +210,114 @@ impl<'de> Visitor<'de> for ObjectOrNothing {
     }
 }
 
+/// One string field of an object (`resource.resource`,
+/// `userInfo.username`); everything else is skipped without being built.
+struct OneString(&'static str);
+
+impl<'de> serde::de::DeserializeSeed<'de> for OneString {
+    type Value = Option<String>;
+
+    fn deserialize<D: Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> Result<Option<String>, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for OneString {
+    type Value = Option<String>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<String>, A::Error> {
+        let mut found = None;
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if key == self.0 {
+                found = map
+                    .next_value::<Option<IgnoredOrString>>()?
+                    .and_then(|v| v.0);
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(found)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Option<String>, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Option<String>, E> {
+        Ok(None)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Option<String>, E> {
+        Ok(None)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Option<String>, E> {
+        Ok(None)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Option<String>, E> {
+        Ok(None)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Option<String>, E> {
+        Ok(None)
+    }
+
+    fn visit_unit<E>(self) -> Result<Option<String>, E> {
+        Ok(None)
+    }
+}
+
+/// A string, or any other value skipped.
+struct IgnoredOrString(Option<String>);
+
+impl<'de> Deserialize<'de> for IgnoredOrString {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<IgnoredOrString, D::Error> {
+        struct Text;
+        impl<'de> Visitor<'de> for Text {
+            type Value = IgnoredOrString;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_str<E>(self, text: &str) -> Result<IgnoredOrString, E> {
+                Ok(IgnoredOrString(Some(text.to_string())))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<IgnoredOrString, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(IgnoredOrString(None))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<IgnoredOrString, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(IgnoredOrString(None))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<IgnoredOrString, E> {
+                Ok(IgnoredOrString(None))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<IgnoredOrString, E> {
+                Ok(IgnoredOrString(None))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<IgnoredOrString, E> {
+                Ok(IgnoredOrString(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<IgnoredOrString, E> {
+                Ok(IgnoredOrString(None))
+            }
+            fn visit_unit<E>(self) -> Result<IgnoredOrString, E> {
+                Ok(IgnoredOrString(None))
+            }
+        }
+        deserializer.deserialize_any(Text)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -206,12 +334,22 @@ mod tests {
         let p = read(
             r#"{"request": {"uid": "u", "userInfo": {"groups": ["a"]}, "kind": {"kind": "Pod"},
                 "operation": "CREATE", "object": {"spec": {}}, "oldObject": null,
+                "resource": {"resource": "pods"}, "dryRun": false,
                 "options": {"dryRun": [1, 2]}}, "settings": {"mutate": false}}"#,
         );
         assert_eq!(
             p.request,
             Some(json!({"kind": {"kind": "Pod"}, "operation": "CREATE",
-                        "object": {"spec": {}}, "oldObject": null}))
+                        "object": {"spec": {}}, "oldObject": null,
+                        "userInfo": {}, "resource": {"resource": "pods"}}))
+        );
+        let audit = read(
+            r#"{"request": {"userInfo": {"username": "alice", "extra": {"a": [[1]]}},
+                "resource": {"group": "apps", "resource": {"odd": 1}}}}"#,
+        );
+        assert_eq!(
+            audit.request,
+            Some(json!({"userInfo": {"username": "alice"}, "resource": {}}))
         );
         assert_eq!(p.settings_text(), r#"{"mutate": false}"#);
     }

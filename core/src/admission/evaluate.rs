@@ -4,6 +4,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
+use crate::admission::audit::audit;
 use crate::admission::decide::decide;
 use crate::admission::decision::{materialize, Decision};
 use crate::admission::needs::{needs_reading, ReadPod};
@@ -11,7 +12,7 @@ use crate::admission::owning::decide_owning;
 use crate::admission::update::{check_new_ephemeral_containers, pod_template_unchanged};
 use crate::input::facts::{Facts, Needs};
 use crate::input::pod::PodView;
-use crate::input::review::{locate_pod_spec, Operation, Review};
+use crate::input::review::{locate_pod_spec, Operation, Origin, Review};
 use crate::input::settings::Settings;
 use crate::vocab::diagnostics::{Code, Diagnostic};
 use crate::vocab::kinds::{Kind, SUPPORTED_KINDS};
@@ -138,6 +139,18 @@ fn evaluate_in<'a>(
         Ok(found) => found,
         Err(d) => return Decision::reject(vec![d], Vec::new()),
     };
+    if review.origin == Origin::Audit {
+        let read = match read {
+            Some(read) => Some(read),
+            None => PodView::read(spec.0, spec.1.clone())
+                .ok()
+                .map(|pod| ReadPod {
+                    pod,
+                    resolution: None,
+                }),
+        };
+        return audit(review.object, kind, settings, facts, read, signals);
+    }
     if kind == Kind::Pod && operation == Operation::Update {
         let pod = match read {
             Some(read) => read.pod,

@@ -1,6 +1,8 @@
 //! Admission: what a request needs from the host, the settings completed
-//! with facts, and the decision.
+//! with facts, and the decision (for a change, or for the audit of a live
+//! object).
 
+pub mod audit;
 pub mod context;
 pub mod decide;
 pub mod decision;

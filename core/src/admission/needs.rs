@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use crate::input::facts::{Facts, ImageSource, Needs};
 use crate::input::pod::PodView;
-use crate::input::review::{locate_pod_spec, Operation, Review};
+use crate::input::review::{locate_pod_spec, Operation, Origin, Review};
 use crate::input::settings::{ImageFactsSource, ImageLookup, Settings};
 use crate::scheduling::requirement::NODE_NAME_FIELD;
 use crate::signals::architecture::Architectures;
@@ -65,6 +65,11 @@ pub(crate) fn needs_reading<'a>(
     needs.nodes = settings.node_inventory.reads_nodes() || needs.node_labels;
     if needs.node_labels && settings.node_inventory.explicit() {
         needs.node_names = selected_names(&pod);
+    }
+    // An audited Pod bound to a node is judged on that node.
+    if let (Origin::Audit, Some(node)) = (review.origin, pod.node_name) {
+        needs.nodes = true;
+        needs.node_names = vec![node.to_string()];
     }
     let (images, resolution) = images_to_look_up(&pod, settings);
     needs.images = images;

@@ -70,6 +70,45 @@ impl FromStr for Operation {
     }
 }
 
+/// Who sent the request: the API server admitting a change, or
+/// Kubewarden's audit scanner asking about an object that already exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Origin {
+    /// The API server, for a change being made.
+    #[default]
+    Admission,
+    /// The audit scanner, for a live object: its report shows a failure
+    /// only when the answer is a rejection, so nothing is patched.
+    Audit,
+}
+
+impl Origin {
+    /// Tells the audit scanner's requests from the API server's.
+    ///
+    /// The scanner (kubewarden-controller,
+    /// `internal/audit-scanner/scanner/admission_request.go`,
+    /// `newAdmissionRequest`) sets `resource.resource` to the object's Kind
+    /// (`Deployment`) and sends no `userInfo`. The API server always names
+    /// the lower-case plural resource (`deployments`) and the user, even
+    /// `system:anonymous`. Both marks are required.
+    pub fn of_request(request: &Value) -> Origin {
+        let text = |outer: &str, inner: &str| {
+            request
+                .get(outer)
+                .and_then(|v| v.get(inner))
+                .and_then(Value::as_str)
+                .unwrap_or("")
+        };
+        let kind = text("kind", "kind");
+        let resource_is_kind = !kind.is_empty() && text("resource", "resource") == kind;
+        if resource_is_kind && text("userInfo", "username").is_empty() {
+            Origin::Audit
+        } else {
+            Origin::Admission
+        }
+    }
+}
+
 /// The parts of an admission request the rules look at.
 #[derive(Debug, Clone, Copy)]
 pub struct Review<'a> {
@@ -81,11 +120,14 @@ pub struct Review<'a> {
     pub object: &'a Value,
     /// The object before an UPDATE.
     pub old_object: Option<&'a Value>,
+    /// Who asks: admission, or the audit scanner.
+    pub origin: Origin,
 }
 
 impl<'a> Review<'a> {
     /// Reads a Kubernetes AdmissionRequest (`kind.kind`, `operation`,
-    /// `object`, `oldObject`); an unknown operation is an error naming it.
+    /// `object`, `oldObject`, and who sent it); an unknown operation is an
+    /// error naming it.
     pub fn from_admission_request(request: &'a Value) -> Result<Review<'a>, Diagnostic> {
         let operation = request
             .get("operation")
@@ -102,6 +144,7 @@ impl<'a> Review<'a> {
             operation,
             object: request.get("object").unwrap_or(&Value::Null),
             old_object: request.get("oldObject").filter(|v| !v.is_null()),
+            origin: Origin::of_request(request),
         })
     }
 }

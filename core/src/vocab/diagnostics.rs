@@ -72,6 +72,9 @@ pub enum Code {
     RuntimeClassMissing,
     /// No node of the cluster's inventory can run the pod.
     NoNode,
+    /// A running pod is on a node that cannot run one of its containers
+    /// (background audit).
+    WrongNode,
 }
 
 impl Code {
@@ -108,6 +111,7 @@ impl Code {
             Code::RegistryIncomplete => "registry-incomplete",
             Code::RuntimeClassMissing => "runtime-class-missing",
             Code::NoNode => "no-node",
+            Code::WrongNode => "wrong-node",
         }
     }
 }

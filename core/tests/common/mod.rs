@@ -29,6 +29,7 @@ pub fn review_of(object: &Value) -> Review<'_> {
         operation: Operation::Create,
         object,
         old_object: None,
+        origin: Default::default(),
     }
 }
 
@@ -98,6 +99,7 @@ pub fn create(object: &Value, settings: &Settings) -> Decision {
             operation: Operation::Create,
             object,
             old_object: None,
+            origin: Default::default(),
         },
         settings,
     )
@@ -111,6 +113,7 @@ pub fn update(object: &Value, old: &Value, settings: &Settings) -> Decision {
             operation: Operation::Update,
             object,
             old_object: Some(old),
+            origin: Default::default(),
         },
         settings,
     )

@@ -26,6 +26,7 @@ pub fn create(kind_name: &str, object: &Value, settings: &Settings) -> Decision 
         operation: Operation::Create,
         object,
         old_object: None,
+        origin: Default::default(),
     };
     let decision = evaluate(&review, settings);
     let request = json!({"kind": {"kind": kind_name}, "operation": "CREATE", "object": object});

@@ -9,6 +9,7 @@
 //! is missing and print `SKIPPED: ...` elsewhere (see `os_placement_e2e::external`).
 
 mod annotated;
+mod audit;
 mod deploy;
 mod fixtures;
 mod interop;
