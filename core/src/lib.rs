@@ -26,7 +26,7 @@ pub use admission::needs::{needs, needs_request};
 // What comes in.
 pub use input::facts::{
     ClusterRuntimeClass, Facts, ImageFacts, ImageSource, Needs, NodeFacts, Platform,
-    RuntimeClassFacts, SchedulingFacts,
+    RuntimeClassFacts, SchedulingFacts, SyncerState,
 };
 pub use input::node::{pools_from_value, Node};
 pub use input::pod::{ContainerList, ContainerView, PodView};

@@ -61,6 +61,9 @@ pub struct HostFacts {
     published: Vec<(String, Option<String>)>,
     /// The images those ConfigMaps keep readable, for `facts render`.
     published_readable: SortedMap<String, ImageFacts>,
+    /// The time to age the syncer's heartbeat at (seconds since the epoch);
+    /// `None`: as it was when published (a door without a clock).
+    now: Option<u64>,
 }
 
 /// What a facts file holds, as `os-placement facts render` publishes it.
@@ -110,6 +113,13 @@ impl HostFacts {
         for (image, facts) in images {
             self.images.insert_absent(&image, || facts);
         }
+    }
+
+    /// Ages the published syncer heartbeat at `now` (seconds since the
+    /// epoch), as the policy does with its clock.
+    pub fn at(mut self, now: u64) -> HostFacts {
+        self.now = Some(now);
+        self
     }
 
     /// The facts the policy would gather for `needs` from a host that
@@ -166,6 +176,10 @@ impl HostFacts {
                 }
             });
         }
+        facts.syncer = found.as_ref().map(|found| {
+            let published = found.cluster.as_ref().and_then(|c| c.syncer).map(|h| h.at);
+            found.syncer(self.now.or(published).unwrap_or_default())
+        });
         facts
     }
 
@@ -207,6 +221,7 @@ impl HostFacts {
                 runtime_classes: sources.runtime_classes.as_ref(),
                 images: &sources.images,
                 resolved_at: None,
+                syncer: None,
             },
             namespace,
         )
@@ -685,6 +700,7 @@ metadata:
                 runtime_classes: sources.runtime_classes.as_ref(),
                 images: &images,
                 resolved_at: None,
+                syncer: None,
             },
             "os-placement",
         );

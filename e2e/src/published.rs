@@ -101,6 +101,7 @@ pub fn config_maps(
             runtime_classes: Some(&runtime_classes),
             images,
             resolved_at: None,
+            syncer: None,
         },
         namespace,
     )

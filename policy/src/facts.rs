@@ -160,11 +160,22 @@ pub fn gather(needs: &Needs, host: &dyn Host) -> Facts {
         )),
         None => NodeFacts::LookupFailed(not_published(needs)),
     });
+    let syncer = found.map(|found| found.syncer(now()));
     Facts {
         images,
         runtime_classes,
         nodes,
+        syncer,
     }
+}
+
+/// Seconds since the Unix epoch (the host's clock, through WASI), to age
+/// the syncer's heartbeat; 0 when the clock cannot be read (the heartbeat
+/// then counts as just renewed).
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 fn each(images: &[String], facts: ImageFacts) -> SortedMap<String, ImageFacts> {

@@ -137,6 +137,7 @@ async fn round(
                 .then_some(&snapshot.runtime_classes),
             images: &facts,
             resolved_at: Some(&times),
+            syncer: None,
         },
         cluster.namespace(),
     );

@@ -31,6 +31,31 @@ pub struct Facts {
     /// The cluster's nodes; `None` when not looked up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nodes: Option<NodeFacts>,
+    /// Whether the facts syncer runs, read with the published facts;
+    /// `None` when they were not read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syncer: Option<SyncerState>,
+}
+
+/// What the published facts say of the facts syncer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum SyncerState {
+    /// It reported `age` seconds ago, within its interval: an image it has
+    /// not published yet will be within seconds.
+    Alive {
+        /// Seconds since its last report.
+        age: u64,
+    },
+    /// Its last report is `age` seconds old: it has stopped, or cannot publish.
+    Stale {
+        /// Seconds since its last report.
+        age: u64,
+    },
+    /// Facts are published, but by no syncer (`facts render`).
+    Rendered,
+    /// No facts are published in the namespace.
+    Unpublished,
 }
 
 /// What the registry said about one image reference.
@@ -112,7 +137,10 @@ pub enum NodeFacts {
 impl Facts {
     /// Whether nothing was gathered: the rules see only the request and the settings.
     pub fn is_empty(&self) -> bool {
-        self.images.is_empty() && self.runtime_classes.is_empty() && self.nodes.is_none()
+        self.images.is_empty()
+            && self.runtime_classes.is_empty()
+            && self.nodes.is_none()
+            && self.syncer.is_none()
     }
 
     /// The listed nodes, when the inventory was read.

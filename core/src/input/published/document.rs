@@ -10,8 +10,12 @@
 //!               "os": "linux", "architecture": "amd64",
 //!               "labels": "kubernetes.io/os=linux,topology.kubernetes.io/zone=us-west-2a,...",
 //!               "taints": "os=windows:NoSchedule", "varying": ["kubernetes.io/hostname"]}],
-//!  "runtimeClasses": {"windows-2022": {"handler": "...", "scheduling": {...}}}}
+//!  "runtimeClasses": {"windows-2022": {"handler": "...", "scheduling": {...}}},
+//!  "syncer": {"at": 1795766400, "every": 20}}
 //! ```
+//!
+//! `syncer` is the facts syncer's heartbeat ([`Heartbeat`]): renewed while
+//! it runs, absent from what `facts render` writes.
 //!
 //! `nodes` and `classes` are absent when no node facts were published,
 //! `runtimeClasses` when no RuntimeClasses were. `capacity` lists what
@@ -57,7 +61,7 @@ use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde::{Deserialize, Serialize};
 
 use crate::input::capacity::DECIDED_AT_LAUNCH;
-use crate::input::facts::{ClusterRuntimeClass, ImageFacts, Platform};
+use crate::input::facts::{ClusterRuntimeClass, ImageFacts, Platform, SyncerState};
 use crate::input::node::Node;
 use crate::input::published::key::{Key, KEY_CHARS};
 use crate::vocab::ordered::{SortedMap, StringMap};
@@ -103,6 +107,10 @@ pub struct Document<'a> {
     /// Cluster: every RuntimeClass; absent when none were published.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime_classes: Option<SortedMap<String, ClusterRuntimeClass>>,
+    /// Cluster: the facts syncer's last report; absent when no syncer
+    /// wrote the facts (`facts render`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syncer: Option<Heartbeat>,
     /// Shard: its number.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<u16>,
@@ -118,6 +126,33 @@ pub struct Document<'a> {
     /// Shard: the node name records.
     #[serde(default, borrow, skip_serializing_if = "str::is_empty")]
     pub names: Cow<'a, str>,
+}
+
+/// The facts syncer's report, renewed every `every` seconds while it runs
+/// and can publish: readers tell from it whether a fact missing now will
+/// be published within seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Heartbeat {
+    /// When it was renewed, in seconds since the Unix epoch.
+    pub at: u64,
+    /// How often it is renewed, in seconds.
+    pub every: u32,
+}
+
+/// How many renewal intervals may pass before a syncer counts as stopped.
+pub const MISSED_HEARTBEATS: u64 = 3;
+
+impl Heartbeat {
+    /// What the heartbeat says at `now` (seconds since the epoch). A
+    /// heartbeat ahead of `now` (clocks apart) counts as just renewed.
+    pub fn state(&self, now: u64) -> SyncerState {
+        let age = now.saturating_sub(self.at);
+        if age <= MISSED_HEARTBEATS * u64::from(self.every.max(1)) {
+            SyncerState::Alive { age }
+        } else {
+            SyncerState::Stale { age }
+        }
+    }
 }
 
 fn is_zero(n: &u16) -> bool {

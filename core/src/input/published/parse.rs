@@ -16,7 +16,7 @@ use crate::input::capacity::DECIDED_AT_LAUNCH;
 use crate::input::facts::{ClusterRuntimeClass, ImageFacts};
 use crate::input::host_answers;
 use crate::input::node::{Node, ALL_LABELS};
-use crate::input::published::document::{parse_labels, parse_taints, PublishedValue};
+use crate::input::published::document::{parse_labels, parse_taints, Heartbeat, PublishedValue};
 use crate::vocab::ordered::SortedMap;
 
 /// A string, borrowed from the text when it has no escapes.
@@ -200,6 +200,8 @@ pub(crate) struct Parsed<'t> {
     pub capacity: Vec<Node>,
     /// Cluster: the kept RuntimeClasses, when any were published.
     pub runtime_classes: Option<SortedMap<String, ClusterRuntimeClass>>,
+    /// Cluster: the syncer's heartbeat, when one writes the facts.
+    pub syncer: Option<Heartbeat>,
     pub shard: Option<u64>,
     pub values: Vec<ImageFacts>,
     pub images: Option<Cow<'t, str>>,
@@ -254,6 +256,7 @@ impl<'de> Visitor<'de> for DocumentSeed<'_> {
                 "runtimeClasses" => {
                     parsed.runtime_classes = Some(map.next_value_seed(RuntimeClassesSeed(self.0))?)
                 }
+                "syncer" => parsed.syncer = map.next_value()?,
                 "shard" => parsed.shard = Some(map.next_value()?),
                 "values" => {
                     let values: Vec<PublishedValue> = map.next_value()?;

@@ -3,10 +3,12 @@
 //! and from the shards, the facts of the wanted images and the class of
 //! each wanted node name. The policy and the doors read them here alike.
 
-use crate::input::facts::{ClusterRuntimeClass, ImageFacts, NodeFacts, RuntimeClassFacts};
+use crate::input::facts::{
+    ClusterRuntimeClass, ImageFacts, NodeFacts, RuntimeClassFacts, SyncerState,
+};
 use crate::input::node::Node;
 use crate::input::published::document::{
-    code_value, find_record, FORMAT_VERSION, IMAGE_RECORD, NAME_RECORD,
+    code_value, find_record, Heartbeat, FORMAT_VERSION, IMAGE_RECORD, NAME_RECORD,
 };
 use crate::input::published::key::{Key, KEY_CHARS, SHARDS};
 use crate::input::published::parse::{self, Keep, Parsed};
@@ -62,6 +64,8 @@ pub struct Cluster {
     pub hostnames_are_names: bool,
     /// Every RuntimeClass; `None` when none were published.
     pub runtime_classes: Option<SortedMap<String, ClusterRuntimeClass>>,
+    /// The syncer's heartbeat; `None` when no syncer wrote the facts.
+    pub syncer: Option<Heartbeat>,
 }
 
 /// Reads `maps` for `wanted`.
@@ -149,6 +153,7 @@ impl Found {
                     capacity: document.capacity,
                     hostnames_are_names: document.hostnames_are_names,
                     runtime_classes: document.runtime_classes,
+                    syncer: document.syncer,
                 })
             }
             "shard" if document.shard.is_some() => self.take_shard(&document, images, names),
@@ -202,6 +207,18 @@ impl Found {
                 (image.clone(), facts)
             })
             .collect()
+    }
+
+    /// What the facts say of the syncer at `now` (seconds since the epoch).
+    pub fn syncer(&self, now: u64) -> SyncerState {
+        match &self.cluster {
+            None => SyncerState::Unpublished,
+            Some(Cluster {
+                syncer: Some(heartbeat),
+                ..
+            }) => heartbeat.state(now),
+            Some(_) => SyncerState::Rendered,
+        }
     }
 
     /// A RuntimeClass as published; `None` when the facts do not say (not

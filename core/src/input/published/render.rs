@@ -12,8 +12,8 @@ use crate::input::facts::{ClusterRuntimeClass, ImageFacts};
 use crate::input::node::Node;
 use crate::input::published::classes::{classify, NodeClasses};
 use crate::input::published::document::{
-    value_code, Document, PublishedCapacity, PublishedClass, PublishedValue, FORMAT_VERSION,
-    MAX_VALUES,
+    value_code, Document, Heartbeat, PublishedCapacity, PublishedClass, PublishedValue,
+    FORMAT_VERSION, MAX_VALUES,
 };
 use crate::input::published::key::{Key, SHARDS};
 use crate::input::published::launchable;
@@ -40,6 +40,8 @@ pub struct Sources<'a> {
     /// When the syncer resolved each image (seconds since the epoch), kept
     /// beside the facts for its next run.
     pub resolved_at: Option<&'a BTreeMap<String, u64>>,
+    /// The syncer's heartbeat; `None` for facts no syncer keeps (`facts render`).
+    pub syncer: Option<Heartbeat>,
 }
 
 static NO_IMAGES: SortedMap<String, ImageFacts> = SortedMap::new();
@@ -51,6 +53,7 @@ impl Default for Sources<'_> {
             runtime_classes: None,
             images: &NO_IMAGES,
             resolved_at: None,
+            syncer: None,
         }
     }
 }
@@ -124,6 +127,7 @@ fn cluster_config_map(
             .filter_map(PublishedCapacity::of)
             .collect(),
         runtime_classes: sources.runtime_classes.cloned(),
+        syncer: sources.syncer,
         ..Document::default()
     };
     let index = serde_json::to_string(&document).unwrap_or_default();

@@ -252,6 +252,7 @@ fn nodes_are_classes_and_the_nodes_a_pod_names_are_looked_up() {
             runtime_classes: Some(&runtime),
             images: &SortedMap::new(),
             resolved_at: None,
+            syncer: None,
         },
         "facts",
     );
