@@ -381,7 +381,8 @@ fn long_lookup_error_keeps_the_fix_in_the_warning() {
 fn unpublished_image_falls_back_with_a_warning_and_is_never_rejected() {
     let facts = image_facts(PRIVATE, ImageFacts::Unpublished);
     let object = pod(spec_with_images(&[PRIVATE]));
-    let warning = fallback_warning(&object, &eks(), &facts, "not in the image facts");
+    // No syncer state read: nothing is published in the namespace.
+    let warning = fallback_warning(&object, &eks(), &facts, "no facts syncer publishes");
     assert!(warning.contains(PRIVATE), "{warning}");
     assert!(warning.contains("namespace os-placement"), "{warning}");
     let strict = eks_with(json!({"lookupFailure": "reject", "imageFactsNamespace": "facts"}));

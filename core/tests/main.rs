@@ -28,5 +28,6 @@ mod placement;
 mod properties;
 mod regressions;
 mod resolution;
+mod syncer;
 mod unsatisfiable_labels;
 mod windows_api_rules;

@@ -9,6 +9,7 @@ use crate::admission::decide::decide;
 use crate::admission::decision::{materialize, Decision};
 use crate::admission::needs::{needs_reading, ReadPod};
 use crate::admission::owning::decide_owning;
+use crate::admission::pending::wait_for_facts;
 use crate::admission::update::{check_new_ephemeral_containers, pod_template_unchanged};
 use crate::input::facts::{Facts, Needs};
 use crate::input::pod::PodView;
@@ -165,6 +166,17 @@ fn evaluate_in<'a>(
         // Scaling, relabelling or a Job's bookkeeping must not be blocked or
         // turned into a rollout; a changed template is judged like a new one.
         return Decision::accept(Vec::new());
+    }
+    if kind == Kind::Pod && operation == Operation::Create {
+        let waits = match &read {
+            Some(read) => wait_for_facts(review.object, &read.pod, settings, facts),
+            None => PodView::read(spec.0, spec.1.clone())
+                .ok()
+                .and_then(|pod| wait_for_facts(review.object, &pod, settings, facts)),
+        };
+        if let Some(pending) = waits {
+            return Decision::reject(vec![pending], Vec::new());
+        }
     }
     if !settings.mutate || kind == Kind::Pod {
         // A Pod is never patched again after CREATE: nothing to own.

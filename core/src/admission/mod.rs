@@ -9,4 +9,5 @@ pub mod decision;
 pub mod evaluate;
 pub mod needs;
 pub mod owning;
+pub mod pending;
 pub mod update;

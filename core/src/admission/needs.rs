@@ -78,7 +78,10 @@ pub(crate) fn needs_reading<'a>(
     (needs, Some(ReadPod { pod, resolution }))
 }
 
-fn images_to_look_up(pod: &PodView<'_>, settings: &Settings) -> (Vec<String>, Option<Resolution>) {
+pub(crate) fn images_to_look_up(
+    pod: &PodView<'_>,
+    settings: &Settings,
+) -> (Vec<String>, Option<Resolution>) {
     let all = pod.containers.iter().filter_map(|c| c.image);
     let mut resolution = None;
     let wanted: Vec<&str> = match settings.image_lookup {

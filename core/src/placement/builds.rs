@@ -29,7 +29,7 @@ pub(crate) fn legacy_pin(
                 Diagnostic::new(
                     Code::UnknownBuild,
                     path,
-                    format!("Windows image {} names no build, so the pod is not pinned to one", short_image(image)),
+                    format!("Windows image {image} names no build, so the pod is not pinned to one"),
                     "use a release tag (e.g. ltsc2022) or set nodeSelector node.kubernetes.io/windows-build",
                 )
             }));
@@ -115,9 +115,4 @@ fn pin_build(resolution: &Resolution, node_builds: &Builds) -> Option<WindowsBui
         Builds::Only(set) if !set.contains(&own) => set.first().copied().or(Some(own)),
         _ => Some(own),
     }
-}
-
-/// The last path segment and tag of an image, for short messages.
-fn short_image(image: &str) -> &str {
-    image.rsplit('/').next().unwrap_or(image)
 }

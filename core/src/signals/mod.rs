@@ -4,6 +4,7 @@
 pub mod affinity;
 pub mod architecture;
 pub mod image;
+pub mod pending;
 pub mod platforms;
 pub mod report;
 pub mod resolve;

@@ -7,6 +7,7 @@ use crate::input::settings::{ImageFactsSource, LookupFailure, Settings};
 use crate::scheduling::runtime_class::selector_conflicts;
 use crate::signals::affinity;
 use crate::signals::image::{classify, maybe_windows_warning, ImageOs};
+use crate::signals::pending::unpublished_warning;
 use crate::signals::platforms::{hosts_of, platforms_placement};
 use crate::vocab::build::WindowsBuild;
 use crate::vocab::constraint::{Builds, Os, Placement};
@@ -119,6 +120,8 @@ pub struct Resolution {
     /// Containers whose image reference leaves the OS or the build open
     /// (indices into `PodView::containers`): what a registry lookup could tell.
     pub undecided_images: Vec<usize>,
+    /// Containers whose image the published facts do not hold yet.
+    pub unpublished_images: Vec<usize>,
     /// [`Resolution::node_placement`], worked out once.
     node_placement: Placement,
     /// [`Resolution::image_builds`], worked out once.
@@ -175,6 +178,11 @@ pub fn resolve_with(pod: &PodView<'_>, settings: &Settings, facts: &Facts) -> Re
         .fold(Placement::anywhere(), |acc, s| acc.intersect(&s.placement));
     let os_unsure = placement.os().is_none() && !found.maybe_windows.is_empty();
     let mut warnings = found.warnings;
+    warnings.extend(unpublished_warning(
+        &found.unpublished,
+        facts.syncer,
+        settings,
+    ));
     if os_unsure {
         warnings.extend(found.maybe_windows);
     }
@@ -191,6 +199,7 @@ pub fn resolve_with(pod: &PodView<'_>, settings: &Settings, facts: &Facts) -> Re
         node_placement,
         image_builds,
         undecided_images: found.undecided_images,
+        unpublished_images: found.unpublished_images,
         signals: found.signals,
         placement,
         host_process: pod.is_host_process(),
@@ -216,6 +225,10 @@ struct Found {
     maybe_windows: Vec<Diagnostic>,
     build_set: bool,
     undecided_images: Vec<usize>,
+    /// Images the published facts do not hold yet: (path, image), once each.
+    unpublished: Vec<(String, String)>,
+    /// The containers whose image the published facts do not hold yet.
+    unpublished_images: Vec<usize>,
 }
 
 impl Found {
@@ -390,7 +403,7 @@ impl Found {
                 Some(ImageFacts::LookupFailed(error)) => {
                     self.lookup_failed(&path, image, error, settings)
                 }
-                Some(ImageFacts::Unpublished) => self.unpublished(&path, image, settings),
+                Some(ImageFacts::Unpublished) => self.unpublished(&path, image, index),
                 None => {}
             }
             let os = match classified.iter().find(|(i, _)| *i == image) {
@@ -476,16 +489,14 @@ impl Found {
     /// An image the published facts do not hold yet: always a warning, never
     /// a rejection, since the syncer only learns images from workloads the
     /// API server admitted.
-    fn unpublished(&mut self, path: &str, image: &str, settings: &Settings) {
-        self.warnings.push(Diagnostic::new(
-            Code::LookupFailed,
-            path,
-            format!(
-                "{image} is not in the image facts of namespace {} yet, so its OS is read from the reference",
-                settings.image_facts_namespace
-            ),
-            "the facts syncer (os-placement facts sync) adds it; check that it runs",
-        ));
+    /// An image the published facts do not hold yet: said once for the
+    /// request, if at all ([`pending`](crate::signals::pending)); never a
+    /// rejection here.
+    fn unpublished(&mut self, path: &str, image: &str, index: usize) {
+        if !self.unpublished.iter().any(|(_, i)| i == image) {
+            self.unpublished.push((path.to_string(), image.to_string()));
+        }
+        self.unpublished_images.push(index);
     }
 
     fn image_by_reference(
@@ -565,16 +576,10 @@ fn registry_gap(path: &str, image: &str, missing: &str) -> Diagnostic {
         Code::RegistryIncomplete,
         path,
         format!(
-            "the registry gives {} no {missing}, so it does not tell where the image runs",
-            short_reference(image)
+            "the registry gives {image} no {missing}, so it does not tell where the image runs"
         ),
         "ask its publisher to complete the index, or select the OS and build yourself",
     )
-}
-
-/// The last path segment and tag of an image, for short messages.
-fn short_reference(image: &str) -> &str {
-    image.rsplit('/').next().unwrap_or(image)
 }
 
 /// The placement with any Windows build allowed.

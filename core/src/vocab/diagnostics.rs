@@ -75,6 +75,9 @@ pub enum Code {
     /// A running pod is on a node that cannot run one of its containers
     /// (background audit).
     WrongNode,
+    /// A controller's Pod waits for the facts syncer to publish an image
+    /// its placement depends on: the controller creates it again.
+    FactsPending,
 }
 
 impl Code {
@@ -112,6 +115,7 @@ impl Code {
             Code::RuntimeClassMissing => "runtime-class-missing",
             Code::NoNode => "no-node",
             Code::WrongNode => "wrong-node",
+            Code::FactsPending => "facts-pending",
         }
     }
 }

@@ -241,7 +241,7 @@ fn unpublished_row(
     assert!(
         !warnings
             .iter()
-            .any(|w| w.contains("not in the image facts")),
+            .any(|w| w.contains("read from the reference")),
         "published now: {warnings:?}"
     );
     Row {
@@ -259,7 +259,7 @@ fn wait_for_facts(port: u16, review: &Value) -> Outcome {
     loop {
         let (_, outcome) = send(port, "os-placement", review, DEADLINE);
         let pending = matches!(&outcome, Outcome::Answered { warnings, .. }
-            if warnings.iter().any(|w| w.contains("not in the image facts")));
+            if warnings.iter().any(|w| w.contains("read from the reference")));
         if !pending || started.elapsed() > Duration::from_secs(10) {
             return outcome;
         }

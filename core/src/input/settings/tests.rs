@@ -1036,7 +1036,7 @@ fn every_setting_round_trips_through_json() {
                 "tolerations": [{"key": "os", "operator": "Exists", "effect": "NoSchedule"}]}}],
         "windowsImages": [{"pattern": "r/*", "windowsBuild": "10.0.17763"}],
         "imageLookup": "always", "imageFacts": "registry", "imageFactsNamespace": "facts",
-        "lookupFailure": "reject", "nodeInventory": "warn",
+        "lookupFailure": "reject", "waitForImageFacts": false, "nodeInventory": "warn",
         "windowsBuilds": ["10.0.20348"],
         "nodeTemplates": [{"name": "windows-ng", "os": "windows", "windowsBuild": "10.0.20348",
             "architecture": "amd64", "labels": {"eks.amazonaws.com/nodegroup": "windows-ng"},
