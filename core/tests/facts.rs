@@ -357,9 +357,9 @@ fn long_lookup_error_keeps_the_fix_in_the_warning() {
     );
     // imageFacts: cluster (the default): the syncer asked the registry and
     // the policy read what it published; the fix says where to look.
-    let warning = fallback_warning(&object, &eks(), &facts, "are unreadable");
+    let warning = fallback_warning(&object, &eks(), &facts, "syncer's lookup of");
     assert!(
-        warning.ends_with("check os-placement facts sync and ConfigMap access"),
+        warning.ends_with("check that the syncer may reach the registry"),
         "{warning}"
     );
     let nodes = Facts {

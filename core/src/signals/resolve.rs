@@ -472,8 +472,8 @@ impl Found {
             // The syncer read the registry, or the policy could not read
             // what it published.
             ImageFactsSource::Cluster => (
-                format!("the image facts of {image} are unreadable ({short}), so its OS is read from the reference"),
-                "check os-placement facts sync and ConfigMap access".to_string(),
+                format!("the syncer's lookup of {image} failed ({short}); its OS is read from the reference"),
+                "check that the syncer may reach the registry".to_string(),
             ),
         };
         let d = Diagnostic::new(Code::LookupFailed, path, message, fix);
