@@ -2,7 +2,7 @@
 #
 #   make deps    toolchain pieces a fresh machine needs (idempotent)
 #   make tools   pinned release tools: cargo-sbom, and a venv (target/venv) with sigstore's
-#                trust root, spdx-tools and actionlint
+#                trust root, spdx-tools, actionlint, and what `make image` builds with
 #   make build   the policy module, target/wasm32-wasip1/release/os_placement_policy.opt.wasm,
 #                and the os-placement CLI, target/release/os-placement
 #   make policy.wasm   the shipped module at the root (the build above, copied)
@@ -26,10 +26,17 @@
 #   make keypair [KEY_DIR=dir]   cosign.key (encrypted with $$COSIGN_PASSWORD) and cosign.pub
 #   make sign REF=host[:port]/path:tag KEY=cosign.key   sign the pushed artifact by its digest
 #   make sbom    policy-sbom.spdx.json: SPDX 2.3 of what the module is built from (Cargo.lock)
+#   make image   the os-placement CLI as a container image, no container engine needed: static
+#                musl binaries for linux/amd64 and linux/arm64 (cargo-zigbuild and zig from the
+#                venv), user 65532, no shell; an OCI image layout, target/os-placement-image
+#   make push-image REGISTRY=host[:port]/path TAG=v0.1.0   push the image (an image index), as
+#                `make push` pushes the module; prints the reference with its digest
+#   make image-sbom   os-placement-sbom.spdx.json: SPDX 2.3 of what the CLI is built from
 #   make reproducible   build the module again in another directory, compare (not in make test)
 #   make artifacthub   regenerate artifacthub-pkg.yml from metadata.yml and questions-ui.yml
 #   make test-release   annotated module, AdmissionReview host, real registry, kwctl/policy-server interop,
-#                signing, SBOM, workflows (actionlint), Artifact Hub packaging
+#                signing, SBOMs, workflows (actionlint), Artifact Hub packaging, the CLI's image
+#                pushed and pulled back with skopeo
 #   make test-context   context-aware placement: real registry, cluster fixtures, real policy-server
 #   make test-faults    registries that hang, slow down, reset, fail or lie, and an unreachable
 #                Kubernetes API, under load through the real policy-server, for imageFacts
@@ -65,6 +72,8 @@ APT_PACKAGES += docker-registry
 APT_PACKAGES += python3-yaml
 # The release tools' venv (make tools: sigstore's trust root, spdx-tools, actionlint).
 APT_PACKAGES += python3-venv
+# The image tests pull the CLI's image back with a client of its own.
+APT_PACKAGES += skopeo
 
 # Everything builds in the shared ./target: the host (wasmtime) is built once,
 # in the dev/test profile, and `run` reuses what `test` built.
@@ -90,7 +99,7 @@ $(CARGO) build $(LOCKED) -p os-placement-policy --target $(WASM_TARGET) --releas
 @echo "$(WASM): $$(wc -c < $(WASM)) bytes (cargo's output: $$(wc -c < $(WASM_CARGO)))"
 endef
 
-.PHONY: deps tools build run test test-cli bench bench-deps bench-server test-release test-context test-faults bench-lookup push artifacthub $(ANNOTATED) policy.wasm fmt lint e2e-tests clean keypair sign sbom reproducible
+.PHONY: deps tools venv image image-sbom push-image build run test test-cli bench bench-deps bench-server test-release test-context test-faults bench-lookup push artifacthub $(ANNOTATED) policy.wasm fmt lint e2e-tests clean keypair sign sbom reproducible
 
 deps:
 	@command -v rustup >/dev/null || { echo "rustup not found: install it from https://rustup.rs" >&2; exit 1; }
@@ -150,7 +159,7 @@ test: deps lint
 
 clean:
 	$(CARGO) clean
-	rm -rf policy.wasm $(ANNOTATED) policy-sbom.spdx.json playground/dist fuzz/corpus fuzz/artifacts fuzz/logs
+	rm -rf policy.wasm $(ANNOTATED) policy-sbom.spdx.json os-placement-sbom.spdx.json playground/dist fuzz/corpus fuzz/artifacts fuzz/logs
 
 # The CLI in the dev profile (the host the e2e tests built is reused); the
 # parity test runs the .wasm built above.
@@ -164,7 +173,8 @@ test-context: deps
 	$(E2E_TEST) --test main context::
 
 # Fault injection (e2e/tests/faults): fault registries and a small Kubernetes API on
-# 127.0.0.1, the real policy-server, the syncer (the CLI `make build` built); about a minute.
+# 127.0.0.1, the real policy-server, the syncer (the CLI `make build` built; two replicas
+# at 10,000 Pods, leader takeovers); about two and a half minutes.
 test-faults: build
 	OS_PLACEMENT_CLI="$(CURDIR)/target/release/os-placement" $(E2E_TEST) --test main faults:: -- --nocapture --test-threads=1
 
@@ -173,11 +183,13 @@ bench-lookup: build
 	$(CARGO) run $(LOCKED) --release -p os-placement-bench --bin os-placement-lookup-bench -- --wasm $(WASM)
 
 # The release chores (xtask/tests): real registry, kwctl and policy-server (push, pull,
-# signatures, Artifact Hub), the SBOM through spdx-tools, the workflows through actionlint.
-test-release: build tools sbom
+# signatures, Artifact Hub), the SBOMs through spdx-tools, the workflows through actionlint,
+# the CLI's image (built once, here) pushed and read back with skopeo.
+test-release: build tools sbom image image-sbom
 	$(CARGO) test $(LOCKED) -p xtask --lib --bins
 	OS_PLACEMENT_WASM="$(CURDIR)/$(WASM)" KUBEWARDEN_BIN="$(KUBEWARDEN_BIN)" \
 	  SIGSTORE_TRUST_CONFIG="$(CURDIR)/$(TRUST_CONFIG)" SBOM="$(CURDIR)/$(SBOM)" \
+	  OS_PLACEMENT_IMAGE="$(CURDIR)/$(IMAGE_DIR)" IMAGE_SBOM="$(CURDIR)/$(IMAGE_SBOM)" \
 	  VENV="$(CURDIR)/$(VENV)" $(CARGO) test $(LOCKED) -p xtask --test main
 
 # The protocol version is asked from the module through waPC, as kwctl asks it.
@@ -216,21 +228,63 @@ VENV := target/venv
 TRUST_CONFIG := target/tools/sigstore-trust-config.json
 SBOM := policy-sbom.spdx.json
 
-tools: deps
+tools: deps venv
 	@if [ "$$(cargo sbom --version 2>/dev/null)" != "cargo-sbom $(CARGO_SBOM_VERSION)" ]; then \
 	  $(CARGO) install cargo-sbom --locked --version "$(CARGO_SBOM_VERSION)"; \
 	fi
-	@[ -x $(VENV)/bin/pip ] || python3 -m venv $(VENV)
-	$(VENV)/bin/pip install -q --disable-pip-version-check -r xtask/requirements.txt
 	mkdir -p $(dir $(TRUST_CONFIG))
 	$(VENV)/bin/python xtask/trust_config.py $(TRUST_CONFIG)
 
-# SPDX 2.3 JSON of the module's crates (Cargo.lock, the policy package and what
-# it uses), by cargo-sbom, made valid SPDX by `cargo xtask sbom`.
+# The venv of the Python tools (xtask/requirements.txt, pinned).
+venv: deps
+	@[ -x $(VENV)/bin/pip ] || python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check -r xtask/requirements.txt
+
+# SPDX 2.3 JSON of a package's crates (Cargo.lock, the package and what it
+# uses), by cargo-sbom, made valid SPDX by `cargo xtask sbom`: $(1) the package, $(2) the file.
+define spdx
+mkdir -p target/tools
+cargo sbom --cargo-package $(1) --output-format spdx_json_2_3 > target/tools/$(1).cargo-sbom.spdx.json
+$(XTASK) sbom target/tools/$(1).cargo-sbom.spdx.json --output-path $(2)
+endef
+
 sbom: tools
-	mkdir -p target/tools
-	cargo sbom --cargo-package os-placement-policy --output-format spdx_json_2_3 > target/tools/cargo-sbom.spdx.json
-	$(XTASK) sbom target/tools/cargo-sbom.spdx.json --output-path $(SBOM)
+	$(call spdx,os-placement-policy,$(SBOM))
+
+# --- The CLI's container image --------------------------------------------------------
+# Static musl binaries for both platforms, cross-built by cargo-zigbuild with zig
+# (PyPI's ziglang, in the venv) as linker and as the C compiler ring needs; certifi's
+# CA bundle (Mozilla's roots, pinned) is what the CLI trusts for registries. The
+# `image` profile (Cargo.toml) trades speed of the binary for build time.
+IMAGE_TARGETS := x86_64-unknown-linux-musl aarch64-unknown-linux-musl
+# No build path in the image's binaries either.
+export CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_RUSTFLAGS := $(CARGO_TARGET_WASM32_WASIP1_RUSTFLAGS)
+export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_RUSTFLAGS := $(CARGO_TARGET_WASM32_WASIP1_RUSTFLAGS)
+# Not target/image: cargo's `image` profile builds there.
+IMAGE_DIR := target/os-placement-image
+IMAGE_SBOM := os-placement-sbom.spdx.json
+# The files' time is the commit's, so a commit always gives the same digests.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+# The commit, when the tree is that commit.
+IMAGE_REVISION ?= $(shell git diff --quiet HEAD 2>/dev/null && git rev-parse HEAD)
+
+image: deps venv
+	rustup target add $(IMAGE_TARGETS)
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(CARGO) zigbuild $(LOCKED) -p os-placement-cli \
+	  --profile image $(addprefix --target ,$(IMAGE_TARGETS))
+	$(XTASK) image --metadata-path metadata.yml \
+	  --binary linux/amd64=target/x86_64-unknown-linux-musl/image/os-placement \
+	  --binary linux/arm64=target/aarch64-unknown-linux-musl/image/os-placement \
+	  --ca-bundle "$$($(VENV)/bin/python -m certifi)" --source-date-epoch $(SOURCE_DATE_EPOCH) \
+	  --output-dir $(IMAGE_DIR) $(if $(IMAGE_REVISION),--revision $(IMAGE_REVISION))
+
+# e.g. make push-image REGISTRY=ghcr.io/os-placement/os-placement TAG=v0.1.0
+push-image: image
+	@[ -n "$(REGISTRY)" ] || { echo "usage: make push-image REGISTRY=host[:port]/path [TAG=$(TAG)] [INSECURE=1]" >&2; exit 2; }
+	$(XTASK) push-image $(IMAGE_DIR) registry://$(REGISTRY):$(TAG) $(if $(INSECURE),--insecure)
+
+image-sbom: tools
+	$(call spdx,os-placement-cli,$(IMAGE_SBOM))
 
 # Two builds of this commit in different directories give the same policy.wasm. A full
 # second build of the module (a few minutes): its own target, not part of `make test`.

@@ -6,6 +6,8 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use os_placement_core::Operation;
 
+use crate::registry::hosts::HostPattern;
+
 /// Checks Kubernetes manifests against the os-placement rules, the same
 /// rules the os-placement admission policy applies in the cluster.
 #[derive(Debug, Parser)]
@@ -105,6 +107,18 @@ pub struct SyncArgs {
     /// How long resolved platforms stand before they are read again.
     #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = parse_duration)]
     pub refresh_after: Duration,
+    /// How often the leader renews its heartbeat in the published facts
+    /// (readers take a heartbeat 3 intervals old for a stopped syncer).
+    #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = parse_seconds)]
+    pub heartbeat: Duration,
+    /// How long the leader's Lease (os-placement-facts-sync in the facts
+    /// namespace) stands unrenewed before a standby replica takes over; the
+    /// leader renews it every third of it.
+    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = parse_lease_duration)]
+    pub lease_duration: Duration,
+    /// Where /healthz, /readyz and /metrics (Prometheus) are served; port 0 picks a free one.
+    #[arg(long, value_name = "ADDRESS", default_value = "0.0.0.0:9090")]
+    pub metrics_address: std::net::SocketAddr,
     /// How registries are read.
     #[command(flatten)]
     pub registry: RegistryArgs,
@@ -124,8 +138,18 @@ pub struct RegistryArgs {
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub concurrency: u16,
     /// A registry (host[:port]) reached over plain HTTP; repeat for several.
+    /// It counts as allowed (--allow-registry).
     #[arg(long, value_name = "HOST[:PORT]")]
     pub insecure_registry: Vec<String>,
+    /// Registries (glob on host, or on host:port) contacted whatever their
+    /// addresses, loopback and link-local included; once one is given, only
+    /// these (and --insecure-registry) are contacted. Repeat for several.
+    #[arg(long, value_name = "PATTERN", value_parser = HostPattern::parse)]
+    pub allow_registry: Vec<HostPattern>,
+    /// Registries (glob on host, or on host:port) never contacted, even when
+    /// allowed. Repeat for several.
+    #[arg(long, value_name = "PATTERN", value_parser = HostPattern::parse)]
+    pub deny_registry: Vec<HostPattern>,
 }
 
 /// A duration that is not a number followed by ms, s, m or h.
@@ -149,6 +173,27 @@ pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
         _ => None,
     }
     .ok_or_else(|| DurationError(text.into()))
+}
+
+/// A duration of whole seconds, at least one.
+fn parse_seconds(text: &str) -> Result<Duration, String> {
+    let duration = parse_duration(text).map_err(|e| e.to_string())?;
+    if duration.as_secs() == 0
+        || duration.subsec_nanos() != 0
+        || duration.as_secs() > u64::from(u32::MAX)
+    {
+        return Err(format!("{text:?}: write whole seconds, at least 1s"));
+    }
+    Ok(duration)
+}
+
+/// A Lease duration: whole seconds, at least 3 (renewed every third).
+fn parse_lease_duration(text: &str) -> Result<Duration, String> {
+    let duration = parse_seconds(text)?;
+    if duration.as_secs() < 3 {
+        return Err(format!("{text:?}: a Lease lasts at least 3s"));
+    }
+    Ok(duration)
 }
 
 /// Settings and the simulated admission operation.

@@ -90,6 +90,12 @@ pub enum SyncError {
         /// The client's error.
         source: Box<kube::Error>,
     },
+    /// `--metrics-address` could not be listened on.
+    #[error("cannot listen on {0} (--metrics-address): {1}")]
+    Listen(std::net::SocketAddr, std::io::Error),
+    /// A publish took longer than its deadline.
+    #[error("the facts could not be published within {0:?}")]
+    Timeout(std::time::Duration),
     /// `--once`: some kind could not be listed in time.
     #[error("not every kind could be listed within {0:?}; see the messages above")]
     Incomplete(std::time::Duration),

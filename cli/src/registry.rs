@@ -1,150 +1,280 @@
 //! Image platforms from their registries (for `facts sync` and `--lookup`),
-//! with the limits admission-time lookups lack: each attempt has a deadline, transient failures (no
-//! answer, a connection error, a 5xx) are tried again a bounded number of
-//! times with a growing pause, and only `--concurrency` lookups run at
-//! once. Answers are read by the core's converters, as the policy reads
-//! its host's answers, so every door sees the same platforms.
+//! with the limits admission-time lookups lack: each attempt has a
+//! deadline, transient failures (no answer, a connection error, a 5xx or
+//! 429) are tried again a bounded number of times with a growing pause,
+//! only `--concurrency` lookups run at once, and every answer read is
+//! bounded ([`distribution`]). The host an image names is checked before
+//! it is contacted ([`hosts`]): anyone who can create a Pod chooses it.
+//! Answers are read by the core's converters, as the policy reads its
+//! host's answers, so every door sees the same platforms.
+//!
+//! The protocol is spoken over reqwest rather than through oci-client,
+//! which offers no hook for a DNS resolver or a redirect policy, reads
+//! whole bodies whatever their size, and sends a registry's credentials to
+//! any token service the registry names.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::time::Duration;
+mod distribution;
+pub mod hosts;
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use futures_util::stream::{self, StreamExt};
-use oci_client::client::{ClientConfig, ClientProtocol};
-use oci_client::errors::OciDistributionError;
-use oci_client::secrets::RegistryAuth;
-use oci_client::{Client, Reference};
+use oci_spec::distribution::Reference;
 use os_placement_core::host_answers::{self, ManifestAnswer};
 use os_placement_core::{ImageFacts, Platform};
+use serde::Deserialize;
+use serde_json::{json, Value};
 
 use crate::args::RegistryArgs;
+pub use distribution::Credentials;
+#[cfg(test)]
+use distribution::MANIFEST_LIMIT;
+use distribution::{Failure, Session};
+use hosts::HostPolicy;
+
+/// How long credentials read from the Docker config are used before they
+/// are read again (a rotated Secret is picked up).
+const CREDENTIALS_FOR: Duration = Duration::from_secs(300);
+/// Registries whose credentials are kept at once.
+const CREDENTIALS_KEPT: usize = 256;
+
+/// Where credentials come from: the Docker config, or a test's table.
+type CredentialSource = Box<dyn Fn(&str) -> Option<Credentials> + Send + Sync>;
 
 /// Resolves image references into platforms.
 pub struct Resolver {
-    client: Client,
+    client: Result<reqwest::Client, String>,
+    policy: Arc<HostPolicy>,
+    source: CredentialSource,
+    credentials: Mutex<HashMap<String, (Option<Credentials>, Instant)>>,
     attempt_timeout: Duration,
     retries: u32,
     concurrency: usize,
 }
 
-/// Why one attempt failed, and whether another may succeed.
-struct Failure {
-    message: String,
-    transient: bool,
-}
-
-impl From<OciDistributionError> for Failure {
-    fn from(error: OciDistributionError) -> Failure {
-        let transient = match &error {
-            OciDistributionError::ServerError { code, .. } => *code >= 500,
-            OciDistributionError::RequestError(e) => {
-                e.is_timeout() || e.is_connect() || e.is_request() || e.is_body()
-            }
-            OciDistributionError::IoError(_) => true,
-            _ => false,
-        };
-        Failure {
-            message: error.to_string(),
-            transient,
-        }
-    }
-}
-
-impl Failure {
-    fn permanent(message: String) -> Failure {
-        Failure {
-            message,
-            transient: false,
-        }
-    }
-}
-
 impl Resolver {
-    /// A resolver with the limits of `args`; plain HTTP for `--insecure-registry`.
+    /// A resolver with the limits and host policy of `args`, and the
+    /// Docker config's credentials.
     pub fn new(args: &RegistryArgs) -> Resolver {
-        let client = Client::new(ClientConfig {
-            protocol: ClientProtocol::HttpsExcept(args.insecure_registry.clone()),
-            connect_timeout: Some(args.registry_timeout),
-            read_timeout: Some(args.registry_timeout),
-            ..ClientConfig::default()
-        });
+        // reqwest takes the process's crypto provider; Err when one is installed already.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let policy = Arc::new(HostPolicy::new(args));
         Resolver {
-            client,
+            client: distribution::client(policy.clone(), args.registry_timeout),
+            policy,
+            source: Box::new(docker_credentials),
+            credentials: Mutex::new(HashMap::new()),
             attempt_timeout: args.registry_timeout,
             retries: args.retries,
             concurrency: usize::from(args.concurrency),
         }
     }
 
+    /// The same resolver with credentials from `source` (by registry host).
+    #[cfg(test)]
+    pub fn with_credentials(
+        mut self,
+        source: impl Fn(&str) -> Option<Credentials> + Send + Sync + 'static,
+    ) -> Resolver {
+        self.source = Box::new(source);
+        self
+    }
+
+    /// Lookups in flight at once.
+    pub fn concurrency(&self) -> usize {
+        self.concurrency
+    }
+
     /// The facts of each image, `concurrency` lookups at a time.
     pub async fn resolve_all(&self, images: &[String]) -> Vec<(String, ImageFacts)> {
-        let credentials = credentials_for(images);
         stream::iter(images)
-            .map(|image| {
-                let auth = registry_of(image)
-                    .and_then(|registry| credentials.get(&registry).cloned())
-                    .unwrap_or(RegistryAuth::Anonymous);
-                async move { (image.clone(), self.resolve(image, &auth).await) }
-            })
+            .map(|image| async move { (image.clone(), self.resolve(image).await) })
             .buffer_unordered(self.concurrency)
             .collect()
             .await
     }
 
-    /// One image: its platforms, or the last failure after the attempts.
-    async fn resolve(&self, image: &str, auth: &RegistryAuth) -> ImageFacts {
+    /// One image: its platforms, or why they could not be read.
+    pub async fn resolve(&self, image: &str) -> ImageFacts {
         let reference: Reference = match image.parse() {
             Ok(reference) => reference,
             Err(e) => return ImageFacts::LookupFailed(format!("not an image reference: {e}")),
         };
+        let registry = reference.resolve_registry().to_string();
+        if let Err(refusal) = self.policy.admit(&registry).await {
+            return ImageFacts::LookupFailed(format!("{image} was not looked up: {refusal}"));
+        }
+        let client = match &self.client {
+            Ok(client) => client,
+            Err(e) => return ImageFacts::LookupFailed(format!("no HTTP client: {e}")),
+        };
+        let credentials = self.credentials_for(&registry);
+        self.attempts(client, &reference, credentials).await
+    }
+
+    /// Up to `retries` more attempts after a transient failure.
+    async fn attempts(
+        &self,
+        client: &reqwest::Client,
+        reference: &Reference,
+        credentials: Option<Credentials>,
+    ) -> ImageFacts {
         let mut last = String::new();
         for attempt in 0..=self.retries {
             if attempt > 0 {
                 tokio::time::sleep(pause_before(attempt)).await;
             }
-            let answer =
-                tokio::time::timeout(self.attempt_timeout, self.platforms(&reference, auth));
-            let failure = match answer.await {
+            let answer = platforms(client, &self.policy, reference, credentials.clone());
+            let failure = match tokio::time::timeout(self.attempt_timeout, answer).await {
                 Ok(Ok(platforms)) => return ImageFacts::Platforms(platforms),
                 Ok(Err(failure)) => failure,
                 Err(_) => Failure {
-                    message: format!("no answer within {:?}", self.attempt_timeout),
+                    message: String::new(),
                     transient: true,
+                    timed_out: true,
                 },
             };
-            last = failure.message;
+            last = if failure.timed_out {
+                format!("no answer within {:?}", self.attempt_timeout)
+            } else {
+                failure.message
+            };
             if !failure.transient {
                 return ImageFacts::LookupFailed(last);
             }
         }
-        let attempts = self.retries.saturating_add(1);
-        ImageFacts::LookupFailed(format!("{last} ({attempts} attempts)"))
-    }
-
-    /// The platforms the index lists, or the single manifest's config names.
-    async fn platforms(
-        &self,
-        reference: &Reference,
-        auth: &RegistryAuth,
-    ) -> Result<Vec<Platform>, Failure> {
-        let (manifest, _digest) = self.client.pull_manifest(reference, auth).await?;
-        let manifest = serde_json::to_value(&manifest)
-            .map_err(|e| Failure::permanent(format!("unreadable manifest: {e}")))?;
-        let answer =
-            host_answers::manifest(&manifest).map_err(|e| Failure::permanent(e.to_string()))?;
-        match answer {
-            ManifestAnswer::Index(platforms) => Ok(distinct(platforms)),
-            ManifestAnswer::Image => {
-                let (_manifest, _digest, config) = self
-                    .client
-                    .pull_manifest_and_config(reference, auth)
-                    .await?;
-                let config: serde_json::Value = serde_json::from_str(&config)
-                    .map_err(|e| Failure::permanent(format!("unreadable image config: {e}")))?;
-                host_answers::image_config(&config)
-                    .map(|platform| vec![platform])
-                    .map_err(|e| Failure::permanent(e.to_string()))
+        match self.retries {
+            0 => ImageFacts::LookupFailed(last),
+            retries => {
+                ImageFacts::LookupFailed(format!("{last} ({} attempts)", retries.saturating_add(1)))
             }
         }
+    }
+
+    /// The credentials of `registry`, read again after [`CREDENTIALS_FOR`].
+    fn credentials_for(&self, registry: &str) -> Option<Credentials> {
+        let mut kept = self
+            .credentials
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some((found, at)) = kept.get(registry) {
+            if at.elapsed() < CREDENTIALS_FOR {
+                return found.clone();
+            }
+        }
+        if kept.len() >= CREDENTIALS_KEPT {
+            kept.clear();
+        }
+        let found = (self.source)(registry);
+        kept.insert(registry.to_string(), (found.clone(), Instant::now()));
+        found
+    }
+}
+
+/// The platforms the index lists, or the single manifest's config names.
+async fn platforms(
+    client: &reqwest::Client,
+    policy: &HostPolicy,
+    reference: &Reference,
+    credentials: Option<Credentials>,
+) -> Result<Vec<Platform>, Failure> {
+    let registry = reference.resolve_registry();
+    let mut session = Session::new(
+        client,
+        policy,
+        registry,
+        reference.repository(),
+        credentials,
+    );
+    let target = reference
+        .digest()
+        .or_else(|| reference.tag())
+        .unwrap_or("latest");
+    let slim: Slim = session
+        .manifest(target)
+        .await?
+        .json()
+        .map_err(|e| Failure::permanent(format!("unreadable manifest: {e}")))?;
+    match read_manifest(slim)? {
+        Read::Index(platforms) => Ok(platforms),
+        Read::Image(digest) => {
+            let platform: SlimPlatform = session
+                .config(&digest)
+                .await?
+                .json()
+                .map_err(|e| Failure::permanent(format!("unreadable image config: {e}")))?;
+            host_answers::image_config(&platform.to_value())
+                .map(|platform| vec![platform])
+                .map_err(|e| Failure::permanent(e.to_string()))
+        }
+    }
+}
+
+/// What a manifest says: an index's platforms, or a single image's config digest.
+#[derive(Debug, PartialEq)]
+enum Read {
+    Index(Vec<Platform>),
+    Image(String),
+}
+
+/// A manifest or index, down to what placement reads: each entry's
+/// platform, or the config's digest.
+#[derive(Deserialize)]
+struct Slim {
+    manifests: Option<Vec<SlimEntry>>,
+    config: Option<SlimDescriptor>,
+}
+
+#[derive(Deserialize)]
+struct SlimEntry {
+    platform: Option<SlimPlatform>,
+}
+
+#[derive(Deserialize)]
+struct SlimDescriptor {
+    digest: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+struct SlimPlatform {
+    os: Option<String>,
+    architecture: Option<String>,
+    #[serde(rename = "os.version")]
+    os_version: Option<String>,
+}
+
+impl SlimPlatform {
+    /// As the core's converters read it.
+    fn to_value(&self) -> Value {
+        json!({"os": self.os, "architecture": self.architecture, "os.version": self.os_version})
+    }
+}
+
+/// Reads a manifest through the core's converter, each platform once.
+fn read_manifest(slim: Slim) -> Result<Read, Failure> {
+    // An index may repeat one entry thousands of times: each platform once.
+    let value = match (slim.manifests, &slim.config) {
+        (Some(entries), _) => {
+            let seen: BTreeSet<SlimPlatform> =
+                entries.into_iter().filter_map(|e| e.platform).collect();
+            let entries: Vec<Value> = seen
+                .iter()
+                .map(|p| json!({"platform": p.to_value()}))
+                .collect();
+            json!({ "manifests": entries })
+        }
+        (None, Some(_)) => json!({"config": {}}),
+        (None, None) => json!({}),
+    };
+    match host_answers::manifest(&value).map_err(|e| Failure::permanent(e.to_string()))? {
+        ManifestAnswer::Index(platforms) => Ok(Read::Index(distinct(platforms))),
+        ManifestAnswer::Image => slim
+            .config
+            .and_then(|c| c.digest)
+            .map(Read::Image)
+            .ok_or_else(|| Failure::permanent("the manifest names no config digest")),
     }
 }
 
@@ -153,8 +283,7 @@ fn pause_before(attempt: u32) -> Duration {
     Duration::from_millis(500u64.saturating_mul(1 << attempt.saturating_sub(1).min(4)))
 }
 
-/// Each platform once, in the order first seen (an index may repeat one
-/// entry thousands of times).
+/// Each platform once, in the order first seen.
 fn distinct(platforms: Vec<Platform>) -> Vec<Platform> {
     let mut seen = BTreeSet::new();
     platforms
@@ -164,7 +293,7 @@ fn distinct(platforms: Vec<Platform>) -> Vec<Platform> {
 }
 
 /// The registry host of a reference (`docker.io` resolved to its host).
-fn registry_of(image: &str) -> Option<String> {
+pub fn registry_of(image: &str) -> Option<String> {
     image
         .parse::<Reference>()
         .ok()
@@ -172,17 +301,9 @@ fn registry_of(image: &str) -> Option<String> {
 }
 
 /// Credentials from the Docker config (`$DOCKER_CONFIG/config.json`, or
-/// `~/.docker/config.json`, credential helpers included), read once per
-/// registry; anonymous where it has none.
-fn credentials_for(images: &[String]) -> BTreeMap<String, RegistryAuth> {
-    let registries: BTreeSet<String> = images.iter().filter_map(|i| registry_of(i)).collect();
-    registries
-        .into_iter()
-        .filter_map(|registry| docker_credentials(&registry).map(|auth| (registry, auth)))
-        .collect()
-}
-
-fn docker_credentials(registry: &str) -> Option<RegistryAuth> {
+/// `~/.docker/config.json`, credential helpers included); none where it
+/// has none.
+fn docker_credentials(registry: &str) -> Option<Credentials> {
     // Docker writes Docker Hub's credentials under its v1 address.
     let names: &[&str] = if registry == "index.docker.io" {
         &[
@@ -197,54 +318,12 @@ fn docker_credentials(registry: &str) -> Option<RegistryAuth> {
         .iter()
         .find_map(|name| match docker_credential::get_credential(name) {
             Ok(docker_credential::DockerCredential::UsernamePassword(user, password)) => {
-                Some(RegistryAuth::Basic(user, password))
+                Some(Credentials { user, password })
             }
-            // An identity token is an OAuth refresh token, which oci-client cannot exchange.
+            // An identity token is an OAuth refresh token, which this client does not exchange.
             Ok(docker_credential::DockerCredential::IdentityToken(_)) | Err(_) => None,
         })
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn repeated_platforms_are_kept_once() {
-        let linux = Platform {
-            os: "linux".into(),
-            os_version: None,
-            architecture: Some("amd64".into()),
-        };
-        let windows = Platform {
-            os: "windows".into(),
-            os_version: Some("10.0.20348.1".into()),
-            architecture: Some("amd64".into()),
-        };
-        let many = vec![linux.clone(); 5000]
-            .into_iter()
-            .chain([windows.clone(), linux.clone()])
-            .collect();
-        assert_eq!(distinct(many), [linux, windows]);
-    }
-
-    #[test]
-    fn pauses_grow_and_are_bounded() {
-        assert_eq!(pause_before(1), Duration::from_millis(500));
-        assert_eq!(pause_before(2), Duration::from_secs(1));
-        assert_eq!(pause_before(30), Duration::from_secs(8));
-    }
-
-    #[test]
-    fn docker_hub_references_resolve_to_its_registry_host() {
-        assert_eq!(
-            registry_of("nginx:1.27").as_deref(),
-            Some("index.docker.io")
-        );
-        assert_eq!(
-            registry_of("127.0.0.1:5000/corp/app:1").as_deref(),
-            Some("127.0.0.1:5000")
-        );
-        assert_eq!(registry_of("Not A Reference"), None);
-    }
-}
+mod tests;

@@ -13,6 +13,9 @@ usage: cargo xtask annotate WASM --metadata-path FILE [--usage-path FILE] --prot
        cargo xtask sign registry://HOST[:PORT]/PATH(:TAG|@sha256:DIGEST) --key cosign.key [--insecure]
        cargo xtask artifacthub --metadata-path FILE --output-path FILE [--created-at TIME] [--questions-path FILE]
        cargo xtask sbom SPDX_JSON --output-path FILE
+       cargo xtask image --metadata-path FILE --binary linux/ARCH=FILE... [--ca-bundle FILE]
+                         [--revision COMMIT] [--source-date-epoch SECONDS] --output-dir DIR
+       cargo xtask push-image DIR registry://HOST[:PORT]/PATH:TAG [--insecure]
 
   annotate     embed metadata.yml (and the usage text) in the io.kubewarden.metadata
                custom section with the module's protocol version
@@ -23,6 +26,11 @@ usage: cargo xtask annotate WASM --metadata-path FILE [--usage-path FILE] --prot
   artifacthub  write artifacthub-pkg.yml from metadata.yml; createdAt is kept from the
                existing file for the same version, else --created-at (RFC 3339) is required
   sbom         make cargo-sbom's SPDX 2.3 JSON valid (download locations, DESCRIBES)
+  image        write the CLI's container image as an OCI image layout in DIR: one static
+               binary per platform (linux/amd64, linux/arm64) at /os-placement, the CA
+               bundle, user 65532, OCI labels from metadata.yml; files dated SOURCE_DATE_EPOCH
+  push-image   push that layout (an image index and its platforms); prints the reference
+               with its digest
   --insecure   plain HTTP (always used for 127.0.0.1 and localhost)
   credentials come from the docker config ($DOCKER_CONFIG or ~/.docker/config.json)";
 
@@ -92,8 +100,36 @@ pub enum Command {
         /// The valid SPDX document.
         output: PathBuf,
     },
+    /// `image`.
+    Image(ImageArgs),
+    /// `push-image`.
+    PushImage {
+        /// The OCI image layout.
+        dir: PathBuf,
+        /// `registry://host/path:tag`.
+        reference: String,
+        /// Plain HTTP.
+        insecure: bool,
+    },
     /// `--help`.
     Help,
+}
+
+/// The arguments of `image`.
+#[derive(Debug, PartialEq)]
+pub struct ImageArgs {
+    /// metadata.yml (source, version, licence).
+    pub metadata: PathBuf,
+    /// `linux/ARCH` and the static binary for it.
+    pub binaries: Vec<(String, PathBuf)>,
+    /// The CA bundle.
+    pub ca_bundle: Option<PathBuf>,
+    /// The commit built.
+    pub revision: Option<String>,
+    /// The files' time, seconds since 1970.
+    pub source_date_epoch: i64,
+    /// The OCI image layout.
+    pub output: PathBuf,
 }
 
 #[derive(Default)]
@@ -107,6 +143,10 @@ struct Flags {
     output: Option<PathBuf>,
     dir: Option<PathBuf>,
     key: Option<PathBuf>,
+    binaries: Vec<String>,
+    ca_bundle: Option<PathBuf>,
+    revision: Option<String>,
+    source_date_epoch: Option<String>,
     insecure: bool,
 }
 
@@ -130,6 +170,10 @@ fn parse_flags(mut args: impl Iterator<Item = String>) -> Result<Flags> {
             "--protocol-version" => flags.protocol_version = Some(value(&arg)?),
             "--created-at" => flags.created_at = Some(value(&arg)?),
             "-q" | "--questions-path" => flags.questions = Some(value(&arg)?.into()),
+            "--binary" => flags.binaries.push(value(&arg)?),
+            "--ca-bundle" => flags.ca_bundle = Some(value(&arg)?.into()),
+            "--revision" => flags.revision = Some(value(&arg)?),
+            "--source-date-epoch" => flags.source_date_epoch = Some(value(&arg)?),
             "--insecure" => flags.insecure = true,
             other if other.starts_with('-') => return Err(usage(format!("unknown flag {other}"))),
             _ => flags.positional.push(arg),
@@ -211,6 +255,15 @@ fn chore(command: &str, flags: &Flags) -> Result<Command> {
                 output,
             }
         }
+        "image" => image(flags)?,
+        "push-image" => {
+            let [dir, reference] = flags.positional(command)?;
+            Command::PushImage {
+                dir: dir.into(),
+                reference,
+                insecure,
+            }
+        }
         other => return Err(usage(format!("unknown chore {other:?}"))),
     })
 }
@@ -224,6 +277,38 @@ fn annotate(flags: &Flags) -> Result<Command> {
         protocol_version: Flags::required(&flags.protocol_version, "--protocol-version")?,
         output: Flags::required(&flags.output, "--output-path")?,
     })
+}
+
+fn image(flags: &Flags) -> Result<Command> {
+    let [] = flags.positional("image")?;
+    let binaries = flags
+        .binaries
+        .iter()
+        .map(|b| {
+            b.split_once('=')
+                .map(|(platform, path)| (platform.to_owned(), path.into()))
+                .ok_or_else(|| {
+                    usage(format!(
+                        "--binary {b}: PLATFORM=FILE, e.g. linux/amd64=FILE"
+                    ))
+                })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    if binaries.is_empty() {
+        return Err(usage("--binary is required".to_owned()));
+    }
+    let epoch = flags.source_date_epoch.as_deref().unwrap_or("0");
+    let source_date_epoch = epoch
+        .parse()
+        .map_err(|_| usage(format!("--source-date-epoch {epoch}: seconds since 1970")))?;
+    Ok(Command::Image(ImageArgs {
+        metadata: Flags::required(&flags.metadata, "--metadata-path")?,
+        binaries,
+        ca_bundle: flags.ca_bundle.clone(),
+        revision: flags.revision.clone(),
+        source_date_epoch,
+        output: Flags::required(&flags.dir, "--output-dir")?,
+    }))
 }
 
 fn artifacthub(flags: &Flags) -> Result<Command> {
@@ -305,6 +390,96 @@ mod tests {
             }
         );
         assert_eq!(parse(&["--help"]).unwrap(), Command::Help);
+    }
+
+    #[test]
+    fn parses_the_image_chores() {
+        assert_eq!(
+            parse(&[
+                "image",
+                "-m",
+                "metadata.yml",
+                "--binary",
+                "linux/amd64=a/os-placement",
+                "--binary",
+                "linux/arm64=b/os-placement",
+                "--ca-bundle",
+                "ca.pem",
+                "--revision",
+                "abc",
+                "--source-date-epoch",
+                "1700000000",
+                "--output-dir",
+                "target/os-placement-image"
+            ])
+            .unwrap(),
+            Command::Image(ImageArgs {
+                metadata: "metadata.yml".into(),
+                binaries: vec![
+                    ("linux/amd64".into(), "a/os-placement".into()),
+                    ("linux/arm64".into(), "b/os-placement".into())
+                ],
+                ca_bundle: Some("ca.pem".into()),
+                revision: Some("abc".into()),
+                source_date_epoch: 1_700_000_000,
+                output: "target/os-placement-image".into()
+            })
+        );
+        assert_eq!(
+            parse(&[
+                "push-image",
+                "target/os-placement-image",
+                "registry://h/p:t"
+            ])
+            .unwrap(),
+            Command::PushImage {
+                dir: "target/os-placement-image".into(),
+                reference: "registry://h/p:t".into(),
+                insecure: false
+            }
+        );
+        for (args, message) in [
+            (
+                &["image", "-m", "m", "--output-dir", "d"][..],
+                "--binary is required",
+            ),
+            (
+                &[
+                    "image",
+                    "-m",
+                    "m",
+                    "--binary",
+                    "linux/amd64",
+                    "--output-dir",
+                    "d",
+                ][..],
+                "--binary linux/amd64: PLATFORM=FILE, e.g. linux/amd64=FILE",
+            ),
+            (
+                &["image", "-m", "m", "--binary", "linux/amd64=f"][..],
+                "--output-dir is required",
+            ),
+            (
+                &[
+                    "image",
+                    "-m",
+                    "m",
+                    "--binary",
+                    "linux/amd64=f",
+                    "--source-date-epoch",
+                    "yesterday",
+                    "--output-dir",
+                    "d",
+                ][..],
+                "--source-date-epoch yesterday: seconds since 1970",
+            ),
+            (
+                &["push-image", "d"][..],
+                "push-image takes 2 argument(s), got 1",
+            ),
+        ] {
+            assert_eq!(parse(args).unwrap_err().to_string(), message, "{args:?}");
+        }
     }
 
     #[test]

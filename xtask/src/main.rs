@@ -7,8 +7,9 @@ use std::process::ExitCode;
 
 use xtask::annotate::{annotate_file, load_metadata, AnnotateFiles};
 use xtask::artifacthub::{artifacthub_package, check_created_at, package_field, PackageInputs};
-use xtask::cli::{parse_args, Command, USAGE};
+use xtask::cli::{parse_args, Command, ImageArgs, USAGE};
 use xtask::error::{read, read_text, write};
+use xtask::image::{self, ImageInputs, Platform};
 use xtask::oci::{self, RegistryOptions};
 use xtask::sign::{self, KeyFiles};
 use xtask::{Error, Result};
@@ -55,6 +56,15 @@ fn run(command: Command) -> Result<()> {
             created_at,
             questions,
         } => write_artifacthub(&metadata, &output, created_at, questions.as_deref())?,
+        Command::Image(args) => build_image(&args)?,
+        Command::PushImage {
+            dir,
+            reference,
+            insecure,
+        } => {
+            let pushed = image::push::push(&dir, &reference, &RegistryOptions { insecure })?;
+            println!("{}", pushed.reference);
+        }
     }
     Ok(())
 }
@@ -131,6 +141,37 @@ fn write_artifacthub(
     )?;
     write(output, text)?;
     println!("{}", output.display());
+    Ok(())
+}
+
+/// `image`: the layout in the output directory, named by the version.
+fn build_image(args: &ImageArgs) -> Result<()> {
+    let metadata = serde_json::Value::Object(load_metadata(&args.metadata)?);
+    let annotations =
+        image::image_annotations(&metadata, args.revision.as_deref(), args.source_date_epoch)?;
+    let binaries = args
+        .binaries
+        .iter()
+        .map(|(platform, path)| Ok((Platform::parse(platform)?, read(path)?)))
+        .collect::<Result<Vec<_>>>()?;
+    let ca_bundle = args.ca_bundle.as_deref().map(read).transpose()?;
+    let version = annotations
+        .get("org.opencontainers.image.version")
+        .cloned()
+        .unwrap_or_default();
+    let layout = image::build(&ImageInputs {
+        binaries,
+        ca_bundle,
+        annotations,
+        epoch: args.source_date_epoch,
+    })?;
+    image::write_layout(&layout, &args.output, &version)?;
+    let size: usize = layout.blobs.iter().map(|b| b.bytes.len()).sum();
+    println!(
+        "{}:{version} ({}, {size} bytes)",
+        args.output.display(),
+        layout.index.digest()
+    );
     Ok(())
 }
 

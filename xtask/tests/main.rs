@@ -1,6 +1,7 @@
 //! Tests of the release chores against real programs on this machine: a
 //! registry (Debian's docker-registry on 127.0.0.1), the real kwctl and
-//! policy-server (`$KUBEWARDEN_BIN`, else `../shared/kubewarden`), and the
+//! policy-server (`$KUBEWARDEN_BIN`, else `../shared/kubewarden`), skopeo,
+//! the CLI's container image (`make image`, `$OS_PLACEMENT_IMAGE`) and the
 //! checked-in packaging files. Nothing here runs the module: what it
 //! evaluates is tested in e2e.
 //!
@@ -15,6 +16,7 @@
     clippy::indexing_slicing
 )]
 
+mod image;
 mod kwctl;
 mod packaging;
 mod registry;

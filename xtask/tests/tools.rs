@@ -1,6 +1,7 @@
-//! What the release ships, checked by the tools of its ecosystems: the SBOM
-//! (`make sbom`) through the SPDX project's validator, and the workflows
-//! through actionlint, both from the pinned venv (`make tools`).
+//! What the release ships, checked by the tools of its ecosystems: the SBOMs
+//! of the module and of the CLI (`make sbom`, `make image-sbom`) through the
+//! SPDX project's validator, and the workflows through actionlint, both from
+//! the pinned venv (`make tools`).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -21,16 +22,62 @@ fn venv_tool(name: &str) -> Option<PathBuf> {
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// The SBOM `make sbom` writes: `$SBOM`, else `policy-sbom.spdx.json`.
-fn sbom_path() -> Option<PathBuf> {
-    let path = std::env::var_os("SBOM")
+/// An SBOM `make <target>` writes: `$<variable>`, else `name` at the root.
+fn sbom_path(variable: &str, name: &str, target: &str) -> Option<PathBuf> {
+    let path = std::env::var_os(variable)
         .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join("policy-sbom.spdx.json"));
+        .unwrap_or_else(|| repo_root().join(name));
     if path.is_file() {
         return Some(path);
     }
-    external::missing(&path.display().to_string(), "`make sbom` writes it")
-        .unwrap_or_else(|e| panic!("{e}"))
+    external::missing(
+        &path.display().to_string(),
+        &format!("`make {target}` writes it"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Runs pyspdxtools over `sbom` and returns the document, which must be SPDX 2.3.
+fn validated(validator: &std::path::Path, sbom: &std::path::Path) -> Value {
+    let output = Command::new(validator)
+        .arg("-i")
+        .arg(sbom)
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        output.status.success() && !said.contains("must"),
+        "pyspdxtools refused {}:\n{said}",
+        sbom.display()
+    );
+    let document: Value = serde_json::from_slice(&std::fs::read(sbom).unwrap()).unwrap();
+    assert_eq!(document["spdxVersion"], "SPDX-2.3");
+    document
+}
+
+/// Each of `names` is a package of `document` at its Cargo.lock version, with a licence.
+fn lists_locked(document: &Value, names: &[&str]) {
+    let packages = document["packages"].as_array().unwrap();
+    for name in names {
+        let package = packages
+            .iter()
+            .find(|p| p["name"] == *name)
+            .unwrap_or_else(|| panic!("{name} not in the SBOM"));
+        assert_eq!(
+            package["versionInfo"].as_str(),
+            Some(locked_version(name).as_str()),
+            "{name}"
+        );
+        let licence = package["licenseDeclared"].as_str().unwrap_or_default();
+        assert!(
+            licence.contains("Apache-2.0") || licence.contains("MIT") || licence.contains("ISC"),
+            "{name}: {licence:?}"
+        );
+    }
 }
 
 /// `name`'s version in Cargo.lock (the only one of that name).
@@ -48,51 +95,25 @@ fn locked_version(name: &str) -> String {
 
 #[test]
 fn sbom_is_valid_spdx_listing_the_module_crates() {
-    let (Some(validator), Some(sbom)) = (venv_tool("pyspdxtools"), sbom_path()) else {
+    let (Some(validator), Some(sbom)) = (
+        venv_tool("pyspdxtools"),
+        sbom_path("SBOM", "policy-sbom.spdx.json", "sbom"),
+    ) else {
         return;
     };
-    let output = Command::new(&validator)
-        .arg("-i")
-        .arg(&sbom)
-        .output()
-        .unwrap();
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(
-        output.status.success() && !said.contains("must"),
-        "pyspdxtools refused {}:\n{said}",
-        sbom.display()
-    );
-
-    let document: Value = serde_json::from_slice(&std::fs::read(&sbom).unwrap()).unwrap();
-    assert_eq!(document["spdxVersion"], "SPDX-2.3");
+    let document = validated(&validator, &sbom);
     assert!(sbom.file_name().unwrap().to_string_lossy().contains("sbom"));
     let packages = document["packages"].as_array().unwrap();
-    for name in [
-        "os-placement-policy",
-        "os-placement-core",
-        "kubewarden-policy-sdk",
-        "wapc-guest",
-        "serde_json",
-    ] {
-        let package = packages
-            .iter()
-            .find(|p| p["name"] == name)
-            .unwrap_or_else(|| panic!("{name} not in the SBOM"));
-        assert_eq!(
-            package["versionInfo"].as_str(),
-            Some(locked_version(name).as_str()),
-            "{name}"
-        );
-        let licence = package["licenseDeclared"].as_str().unwrap_or_default();
-        assert!(
-            licence.contains("Apache-2.0") || licence.contains("MIT"),
-            "{name}: {licence:?}"
-        );
-    }
+    lists_locked(
+        &document,
+        &[
+            "os-placement-policy",
+            "os-placement-core",
+            "kubewarden-policy-sdk",
+            "wapc-guest",
+            "serde_json",
+        ],
+    );
     let described = &document["relationships"][0];
     assert_eq!(described["relationshipType"], "DESCRIBES");
     // Only what the module is built from: no host crates (the e2e host, the signing tools).
@@ -100,6 +121,49 @@ fn sbom_is_valid_spdx_listing_the_module_crates() {
         assert!(
             !packages.iter().any(|p| p["name"] == host_only),
             "{host_only} in the SBOM"
+        );
+    }
+}
+
+/// The SBOM attested to the CLI's image describes the CLI and what it is built from.
+#[test]
+fn image_sbom_is_valid_spdx_listing_the_cli_crates() {
+    let (Some(validator), Some(sbom)) = (
+        venv_tool("pyspdxtools"),
+        sbom_path("IMAGE_SBOM", "os-placement-sbom.spdx.json", "image-sbom"),
+    ) else {
+        return;
+    };
+    let document = validated(&validator, &sbom);
+    lists_locked(
+        &document,
+        &[
+            "os-placement-cli",
+            "os-placement-core",
+            "os-placement-door",
+            "kube-client",
+            "rustls",
+            "ring",
+        ],
+    );
+    let described = &document["relationships"][0];
+    assert_eq!(described["relationshipType"], "DESCRIBES");
+    let packages = document["packages"].as_array().unwrap();
+    let cli = packages
+        .iter()
+        .find(|p| p["name"] == "os-placement-cli")
+        .unwrap();
+    assert_eq!(described["relatedSpdxElement"], cli["SPDXID"]);
+    // Not the test host's crates, nor the chores'.
+    for other in [
+        "wasmtime",
+        "sigstore",
+        "os-placement-e2e",
+        "os-placement-playground",
+    ] {
+        assert!(
+            !packages.iter().any(|p| p["name"] == other),
+            "{other} in the SBOM"
         );
     }
 }

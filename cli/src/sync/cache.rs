@@ -34,11 +34,17 @@ impl Cache {
         }
     }
 
-    /// Takes what an earlier run published; an image without a time is stale.
+    /// Takes what an earlier run or another replica published, where it
+    /// is newer than what is kept; an image without a time is stale.
     pub fn seed(&mut self, (facts, times): Published) {
         for (image, facts) in facts {
             let at = times.get(&image).copied().unwrap_or(0);
-            self.entries.insert(image, (facts, at));
+            match self.entries.get(&image) {
+                Some((_, kept)) if *kept >= at => {}
+                _ => {
+                    self.entries.insert(image, (facts, at));
+                }
+            }
         }
     }
 
@@ -61,11 +67,6 @@ impl Cache {
             })
             .cloned()
             .collect()
-    }
-
-    /// Whether any image in use is unknown or has expired by now.
-    pub fn expired(&self, images: &BTreeSet<String>) -> bool {
-        !self.to_resolve(images, SystemTime::now()).is_empty()
     }
 
     /// Keeps what was just resolved, as of `now`.
@@ -151,9 +152,16 @@ mod tests {
             cache.to_resolve(&set(&["ok:1", "old:1"]), at(1_100)),
             ["old:1"]
         );
+        // What is kept and newer than what another replica published stays.
+        cache.record(vec![("ok:1".into(), linux())], at(2_000));
+        cache.seed((
+            SortedMap::from([("ok:1".to_string(), ImageFacts::LookupFailed("old".into()))]),
+            BTreeMap::from([("ok:1".to_string(), 1_500)]),
+        ));
         let (facts, times) = cache.published(&set(&["ok:1"]));
         assert_eq!(facts.keys().collect::<Vec<_>>(), ["ok:1"]);
-        assert_eq!(times["ok:1"], 1_000);
+        assert_eq!(facts.get("ok:1"), Some(&linux()));
+        assert_eq!(times["ok:1"], 2_000);
         assert_eq!(cache.to_resolve(&set(&["old:1"]), at(1_100)), ["old:1"]);
     }
 }

@@ -124,12 +124,17 @@ impl Cluster {
             )))
     }
 
-    /// Writes `maps` (the core's ConfigMaps): new ones created, changed
-    /// ones replaced, the rest (and those of the earlier format) deleted.
+    /// Writes `maps` (the core's ConfigMaps, the cluster's first): new ones
+    /// created, changed ones replaced, the rest (and those of the earlier
+    /// format) deleted. The cluster ConfigMap, which carries the heartbeat,
+    /// is written after the shards: a failed write renews no heartbeat.
     pub async fn publish(&mut self, maps: &[Value]) -> Result<Written, SyncError> {
         let mut written = Written::default();
         let mut wanted = BTreeSet::new();
-        for map in maps {
+        let (cluster, shards) = maps
+            .split_first()
+            .map_or((None, maps), |(c, s)| (Some(c), s));
+        for map in shards.iter().chain(cluster) {
             let config_map: ConfigMap =
                 serde_json::from_value(map.clone()).map_err(|source| SyncError::ConfigMap {
                     name: name_of(map),

@@ -3,16 +3,27 @@
 //! time. The syncer watches ([`watch`]) the cluster's Pods and workload
 //! templates, Nodes and RuntimeClasses; resolves the images not known or
 //! gone stale from their registries (`crate::registry`: timeouts, bounded
-//! retries, a concurrency limit, Docker config credentials); and publishes
-//! the node classes, RuntimeClasses and image facts as the ConfigMaps the
-//! policy reads (`os_placement_core::published`), rewriting only those whose
-//! content changed ([`cluster`]). A change is published within seconds; what
-//! was resolved, and when, is kept ([`cache`]): failures are retried after
-//! `--retry-failed-after`, successes read again after `--refresh-after`,
-//! also across runs (the times are published beside the facts).
+//! retries, a concurrency limit, checked hosts, Docker config
+//! credentials); and publishes the node classes, RuntimeClasses and image
+//! facts as the ConfigMaps the policy reads (`os_placement_core::published`),
+//! rewriting only those whose content changed ([`cluster`]). A change is
+//! published within seconds; what was resolved, and when, is kept
+//! ([`cache`]): failures are retried after `--retry-failed-after`,
+//! successes read again after `--refresh-after`, also across runs (the
+//! times are published beside the facts).
+//!
+//! Replicas elect a leader on a Lease ([`lease`]); only the leader looks
+//! images up and publishes ([`publisher`]), with a heartbeat renewed every
+//! `--heartbeat`; every replica watches, so a standby takes over at once.
+//! `/healthz`, `/readyz` and `/metrics` are served on one port ([`serve`],
+//! [`metrics`]). `--once` lists, publishes (without a heartbeat) and exits.
 
 mod cache;
 mod cluster;
+mod lease;
+mod metrics;
+mod publisher;
+mod serve;
 mod watch;
 
 use std::sync::Arc;
@@ -20,20 +31,23 @@ use std::time::{Duration, Instant, SystemTime};
 
 use os_placement_core::published::{self, Sources};
 use os_placement_core::ImageFacts;
+use tokio::sync::watch as channel;
 
 use crate::args::SyncArgs;
 use crate::error::{CliError, SyncError};
 use crate::registry::Resolver;
 use cache::Cache;
 use cluster::Cluster;
+use publisher::Publisher;
+use serve::Status;
 use watch::{Inventory, Snapshot, Watched};
-
-/// How long a burst of changes (a rollout, a node group scaling) settles
-/// before the facts are published: one write for the burst.
-const SETTLE: Duration = Duration::from_secs(1);
 
 /// How long `--once` waits for every kind to be listed.
 const ONCE_DEADLINE: Duration = Duration::from_secs(120);
+
+/// The loop turns at least this often: timers are checked (a settled
+/// change is read within this of settling), `/healthz` kept live.
+const TURN: Duration = Duration::from_millis(250);
 
 /// Runs `facts sync` until it is stopped, or once with `--once`.
 pub fn run(args: &SyncArgs) -> Result<u8, CliError> {
@@ -48,10 +62,8 @@ pub fn run(args: &SyncArgs) -> Result<u8, CliError> {
 }
 
 async fn sync(args: &SyncArgs) -> Result<(), SyncError> {
-    let mut cluster = Cluster::connect(&args.namespace).await?;
-    let resolver = Resolver::new(&args.registry);
-    let mut cache = Cache::new(args.refresh_after, args.retry_failed_after);
-    cache.seed(cluster.load().await?);
+    let mut shutdown = Shutdown::new()?;
+    let cluster = Cluster::connect(&args.namespace).await?;
     let inventory = Arc::new(Inventory::default());
     for (kind, resource) in Watched::all() {
         tokio::spawn(watch::watch(
@@ -61,54 +73,160 @@ async fn sync(args: &SyncArgs) -> Result<(), SyncError> {
             inventory.clone(),
         ));
     }
-    let started = Instant::now();
-    let mut published_at = None;
+    if args.once {
+        return once(args, cluster, &inventory, &mut shutdown).await;
+    }
+    let status = Arc::new(Status::default());
+    let listener = serve::bind(args.metrics_address)
+        .await
+        .map_err(|e| SyncError::Listen(args.metrics_address, e))?;
+    if let Some(address) = serve::local_address(&listener) {
+        eprintln!("os-placement facts sync: /healthz, /readyz and /metrics on {address}");
+    }
+    tokio::spawn(serve::serve(listener, status.clone()));
+    follow(args, cluster, &inventory, status, &mut shutdown).await
+}
+
+/// Runs as a replica until shutdown: every replica watches; the one that
+/// holds the Lease looks up and publishes.
+async fn follow(
+    args: &SyncArgs,
+    cluster: Cluster,
+    inventory: &Inventory,
+    status: Arc<Status>,
+    shutdown: &mut Shutdown,
+) -> Result<(), SyncError> {
+    let (mut leading, stop, election) = elect(args, &cluster);
+    let resolver = Arc::new(Resolver::new(&args.registry));
+    let cache = Cache::new(args.refresh_after, args.retry_failed_after);
+    let mut publisher = Publisher::new(
+        cluster,
+        resolver,
+        cache,
+        status.clone(),
+        args.heartbeat,
+        args.interval,
+    );
     loop {
+        status.turn();
+        let synced = inventory.synced();
+        status.set_ready(synced);
+        let leads = *leading.borrow_and_update();
+        status.metrics.leader.set(i64::from(leads));
+        if !leads {
+            publisher.stand_by();
+        } else if synced {
+            // Leadership lost mid-turn stops its writes; so does shutdown.
+            tokio::select! {
+                () = publisher.turn(inventory) => {}
+                _ = leading.wait_for(|leads| !leads) => continue,
+                () = shutdown.wait() => break,
+            }
+        }
+        let done = tokio::select! {
+            () = shutdown.wait() => break,
+            changed = leading.changed() => match changed {
+                Ok(()) => None,
+                // The election ended on its own: stop, to be started again.
+                Err(_) => {
+                    eprintln!("os-placement facts sync: the leader election stopped");
+                    break;
+                }
+            },
+            () = inventory.changed() => None,
+            done = publisher.next_lookup() => Some(done),
+            () = tokio::time::sleep(TURN) => None,
+        };
+        if let Some(done) = done {
+            publisher.record(done);
+        }
+    }
+    let _ = stop.send(true);
+    let _ = election.await;
+    Ok(())
+}
+
+/// Starts the election: whether this replica leads, how to stop it (the
+/// Lease is released), its task.
+fn elect(
+    args: &SyncArgs,
+    cluster: &Cluster,
+) -> (
+    channel::Receiver<bool>,
+    channel::Sender<bool>,
+    tokio::task::JoinHandle<()>,
+) {
+    let elector = lease::Elector::new(
+        cluster.client(),
+        &args.namespace,
+        lease::identity(),
+        args.lease_duration,
+    );
+    eprintln!(
+        "os-placement facts sync: {} stands for Lease {} in namespace {}",
+        elector.identity(),
+        lease::LEASE_NAME,
+        args.namespace
+    );
+    let (leading_tx, leading) = channel::channel(false);
+    let (stop, stopped) = channel::channel(false);
+    let election = tokio::spawn(lease::run(elector, leading_tx, stopped));
+    (leading, stop, election)
+}
+
+/// SIGTERM (a pod being stopped) or Ctrl-C, listened for from the start.
+struct Shutdown {
+    #[cfg(unix)]
+    term: tokio::signal::unix::Signal,
+}
+
+impl Shutdown {
+    fn new() -> Result<Shutdown, SyncError> {
+        Ok(Shutdown {
+            #[cfg(unix)]
+            term: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                .map_err(SyncError::Runtime)?,
+        })
+    }
+
+    async fn wait(&mut self) {
+        #[cfg(unix)]
         tokio::select! {
-            () = inventory.changed() => {}
-            () = tokio::time::sleep(args.interval) => {}
-            () = shutdown() => return Ok(()),
+            _ = self.term.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
         }
-        if !inventory.snapshot().complete {
-            if args.once && started.elapsed() > ONCE_DEADLINE {
-                return Err(SyncError::Incomplete(ONCE_DEADLINE));
-            }
-            continue;
-        }
-        tokio::time::sleep(SETTLE).await;
-        let snapshot = inventory.snapshot();
-        if published_at == Some(snapshot.version) && !cache.expired(&snapshot.images) {
-            continue;
-        }
-        match round(&mut cluster, &resolver, &mut cache, &inventory, &snapshot).await {
-            Ok(line) => {
-                published_at = Some(snapshot.version);
-                eprintln!("os-placement facts sync: {line}");
-            }
-            Err(e) if args.once => return Err(e),
-            // The next change or interval tries again.
-            Err(e) => eprintln!("os-placement facts sync: {e}"),
-        }
-        if args.once {
-            return Ok(());
-        }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
     }
 }
 
-/// SIGTERM (a pod being stopped) or Ctrl-C.
-async fn shutdown() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = tokio::signal::ctrl_c() => {}
-            }
-            return;
+/// `--once`: every kind listed, every image unknown or stale resolved,
+/// the facts published (no heartbeat: nothing renews it), then exit.
+async fn once(
+    args: &SyncArgs,
+    mut cluster: Cluster,
+    inventory: &Inventory,
+    shutdown: &mut Shutdown,
+) -> Result<(), SyncError> {
+    let started = Instant::now();
+    while !inventory.snapshot().complete {
+        if started.elapsed() > ONCE_DEADLINE {
+            return Err(SyncError::Incomplete(ONCE_DEADLINE));
+        }
+        tokio::select! {
+            () = shutdown.wait() => return Ok(()),
+            () = inventory.changed() => {}
+            () = tokio::time::sleep(TURN) => {}
         }
     }
-    let _ = tokio::signal::ctrl_c().await;
+    tokio::time::sleep(publisher::SETTLE).await;
+    let resolver = Resolver::new(&args.registry);
+    let mut cache = Cache::new(args.refresh_after, args.retry_failed_after);
+    cache.seed(cluster.load().await?);
+    let snapshot = inventory.snapshot();
+    let line = round(&mut cluster, &resolver, &mut cache, inventory, &snapshot).await?;
+    eprintln!("os-placement facts sync: {line}");
+    Ok(())
 }
 
 /// One publish: resolve what is missing or stale, write what changed.

@@ -8,6 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
@@ -107,9 +108,16 @@ struct Objects {
     ready: BTreeSet<Watched>,
     /// Kinds given up, and why.
     skipped: BTreeMap<Watched, String>,
+    /// Kinds whose watch failed, and when last; cleared by their next event.
+    failing: HashMap<Watched, Instant>,
     /// Bumped on every change.
     version: u64,
 }
+
+/// A watch that failed counts as synced again after its next event, or
+/// after this long without another failure (kube-runtime's backoff tries
+/// again within 30 s, and says nothing when the retry works).
+pub const RECOVERED_AFTER: Duration = Duration::from_secs(30);
 
 /// What the facts are built from, at one moment.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -148,6 +156,26 @@ impl Inventory {
     /// The kinds given up, and why.
     pub fn skipped(&self) -> BTreeMap<Watched, String> {
         self.lock().skipped.clone()
+    }
+
+    /// The version of what is watched: bumped on every change.
+    pub fn version(&self) -> u64 {
+        self.lock().version
+    }
+
+    /// Whether every kind is listed (or given up) and no watch is failing.
+    pub fn synced(&self) -> bool {
+        let objects = self.lock();
+        objects.ready.len() == Watched::all().len()
+            && objects
+                .failing
+                .values()
+                .all(|at| at.elapsed() >= RECOVERED_AFTER)
+    }
+
+    /// The watch of `kind` failed (kube-runtime tries it again).
+    pub fn fail(&self, kind: Watched) {
+        self.lock().failing.insert(kind, Instant::now());
     }
 
     /// What the facts are built from now.
@@ -203,6 +231,7 @@ impl Inventory {
     /// Applies one watch event of `kind`.
     pub fn apply(&self, kind: Watched, event: Event<DynamicObject>) {
         let mut objects = self.lock();
+        objects.failing.remove(&kind);
         let changed = match event {
             Event::Init => {
                 objects.listing.insert(kind, HashMap::new());
@@ -320,6 +349,7 @@ pub async fn watch(
                     inventory.skip(kind, why);
                     return;
                 }
+                inventory.fail(kind);
                 eprintln!(
                     "os-placement facts sync: watching {} failed, retrying: {error}",
                     resource.plural
@@ -419,7 +449,13 @@ mod tests {
             }
         }
         assert!(inventory.snapshot().complete);
+        assert!(inventory.synced());
         assert_eq!(inventory.skipped().len(), 1);
+        // A failing watch is not synced until its next event.
+        inventory.fail(Watched::Node);
+        assert!(!inventory.synced());
+        inventory.apply(Watched::Node, Event::Init);
+        assert!(inventory.synced());
         let node = object(
             json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "w"},
             "status": {"nodeInfo": {"operatingSystem": "windows", "kernelVersion": "10.0.20348.1"}}}),

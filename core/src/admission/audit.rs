@@ -13,6 +13,7 @@ use crate::admission::needs::ReadPod;
 use crate::input::facts::Facts;
 use crate::input::node::Node;
 use crate::input::pod::PodView;
+use crate::input::review::controller_of;
 use crate::input::settings::Settings;
 use crate::signals::architecture::Architectures;
 use crate::signals::resolve::{resolve_with, Resolution, Signal};
@@ -81,7 +82,7 @@ fn running_pod(
         return Decision::reject(resolution.conflicts.clone(), resolution.warnings.clone())
             .with_signals(signals, &resolution, pod);
     }
-    let controller = controller_of(object);
+    let controller = controller_words(object);
     let Some(node) = bound_node(facts, node_name) else {
         let unknown = unknown_node(pod, node_name);
         return Decision::accept(vec![unknown]).with_signals(signals, &resolution, pod);
@@ -104,15 +105,9 @@ fn bound_node<'f>(facts: &'f Facts, name: &str) -> Option<&'f Node> {
         .find(|n| n.exists() && n.unnamed.is_none() && n.name == name)
 }
 
-/// The Pod's controller as `ownerReferences` names it, e.g. `ReplicaSet web-7d4b9`.
-fn controller_of(object: &Value) -> Option<String> {
-    let owners = object.pointer("/metadata/ownerReferences")?.as_array()?;
-    let owner = owners
-        .iter()
-        .find(|o| o.get("controller").and_then(Value::as_bool) == Some(true))?;
-    let kind = owner.get("kind").and_then(Value::as_str)?;
-    let name = owner.get("name").and_then(Value::as_str)?;
-    Some(format!("{kind} {name}"))
+/// The Pod's controller in words, e.g. `ReplicaSet web-7d4b9`.
+fn controller_words(object: &Value) -> Option<String> {
+    controller_of(object).map(|c| format!("{} {}", c.kind, c.name))
 }
 
 /// The node in words: its name, OS, build and architecture.

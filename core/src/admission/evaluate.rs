@@ -4,7 +4,6 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use crate::admission::audit::audit;
 use crate::admission::decide::decide;
 use crate::admission::decision::{materialize, Decision};
 use crate::admission::needs::{needs_reading, ReadPod};
@@ -13,7 +12,7 @@ use crate::admission::pending::wait_for_facts;
 use crate::admission::update::{check_new_ephemeral_containers, pod_template_unchanged};
 use crate::input::facts::{Facts, Needs};
 use crate::input::pod::PodView;
-use crate::input::review::{locate_pod_spec, Operation, Origin, Review};
+use crate::input::review::{locate_pod_spec, Operation, Review};
 use crate::input::settings::Settings;
 use crate::vocab::diagnostics::{Code, Diagnostic};
 use crate::vocab::kinds::{Kind, SUPPORTED_KINDS};
@@ -140,7 +139,9 @@ fn evaluate_in<'a>(
         Ok(found) => found,
         Err(d) => return Decision::reject(vec![d], Vec::new()),
     };
-    if review.origin == Origin::Audit {
+    #[cfg(feature = "audit")]
+    if review.origin == crate::input::review::Origin::Audit {
+        use crate::admission::audit::audit;
         let read = match read {
             Some(read) => Some(read),
             None => PodView::read(spec.0, spec.1.clone())

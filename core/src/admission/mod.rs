@@ -2,6 +2,7 @@
 //! with facts, and the decision (for a change, or for the audit of a live
 //! object).
 
+#[cfg(feature = "audit")]
 pub mod audit;
 pub mod context;
 pub mod decide;

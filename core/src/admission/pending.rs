@@ -15,6 +15,7 @@ use serde_json::Value;
 use crate::admission::needs::images_to_look_up;
 use crate::input::facts::{Facts, ImageFacts, SyncerState};
 use crate::input::pod::PodView;
+use crate::input::review::controller_of;
 use crate::input::settings::{ImageLookup, Settings};
 use crate::signals::pending::ago;
 use crate::vocab::diagnostics::{Code, Diagnostic};
@@ -78,13 +79,9 @@ pub(crate) fn wait_for_facts(
 
 /// The Pod's controller, when it is one whose template the syncer reads.
 fn watched_owner(object: &Value) -> Option<String> {
-    let owners = object.pointer("/metadata/ownerReferences")?.as_array()?;
-    owners.iter().find_map(|owner| {
-        let text = |key: &str| owner.get(key).and_then(Value::as_str).unwrap_or("");
-        let controller = owner.get("controller").and_then(Value::as_bool) == Some(true);
-        let watched = WATCHED_OWNERS
-            .iter()
-            .any(|(api, kind)| *api == text("apiVersion") && *kind == text("kind"));
-        (controller && watched).then(|| format!("{} {}", text("kind"), text("name")))
-    })
+    let c = controller_of(object)?;
+    WATCHED_OWNERS
+        .iter()
+        .any(|(api, kind)| *api == c.api_version && *kind == c.kind)
+        .then(|| format!("{} {}", c.kind, c.name))
 }

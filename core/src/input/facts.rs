@@ -32,14 +32,14 @@ pub struct Facts {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nodes: Option<NodeFacts>,
     /// Whether the facts syncer runs, read with the published facts;
-    /// `None` when they were not read.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// `None` when they were not read. Not part of a facts document: each
+    /// door reads it from the published facts.
+    #[serde(skip)]
     pub syncer: Option<SyncerState>,
 }
 
 /// What the published facts say of the facts syncer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SyncerState {
     /// It reported `age` seconds ago, within its interval: an image it has
     /// not published yet will be within seconds.

@@ -178,3 +178,29 @@ pub fn locate_pod_spec(object: &Value, kind: Kind) -> Result<(&Value, FieldPath)
     }
     Ok((current, path))
 }
+
+/// An object's controller, as its `ownerReferences` entry with
+/// `controller: true` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Controller<'a> {
+    /// `apiVersion`, e.g. `apps/v1`.
+    pub api_version: &'a str,
+    /// `kind`, e.g. `ReplicaSet`.
+    pub kind: &'a str,
+    /// `name`.
+    pub name: &'a str,
+}
+
+/// The controller of `object`, if one owns it.
+pub fn controller_of(object: &Value) -> Option<Controller<'_>> {
+    let owners = object.get("metadata")?.get("ownerReferences")?.as_array()?;
+    let owner = owners
+        .iter()
+        .find(|o| o.get("controller").and_then(Value::as_bool) == Some(true))?;
+    let text = |key: &str| owner.get(key).and_then(Value::as_str);
+    Some(Controller {
+        api_version: text("apiVersion").unwrap_or_default(),
+        kind: text("kind")?,
+        name: text("name")?,
+    })
+}

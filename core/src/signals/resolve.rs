@@ -472,7 +472,7 @@ impl Found {
             // The syncer read the registry, or the policy could not read
             // what it published.
             ImageFactsSource::Cluster => (
-                format!("the syncer's lookup of {image} failed ({short}); its OS is read from the reference"),
+                format!("the syncer's lookup of {image} failed ({short}), so its OS is read from the reference"),
                 "check that the syncer may reach the registry".to_string(),
             ),
         };

@@ -4,10 +4,13 @@
 //! `/apis/<group>/<version>`), LIST (label selectors, set-based ones too;
 //! pages of `limit` objects with a `continue` token) and WATCH (chunked JSON
 //! events from a resource version) of every kind in [`RESOURCES`], GET,
-//! POST, PUT and DELETE of one object. Every request is recorded with its
-//! label selector, so a test can tell whether policy-server answered from
-//! its informer cache and count what a client asked for. A kubeconfig for
-//! it is written by [`FakeApi::kubeconfig`].
+//! POST, PUT and DELETE of one object: a POST of an object that exists and
+//! a PUT whose resourceVersion is not the stored one answer 409, as the
+//! syncers' leader election on a Lease needs. Every request is recorded
+//! with its label selector and bearer token, so a test can tell whether
+//! policy-server answered from its informer cache, and count what each
+//! client asked for. A kubeconfig for it is written by
+//! [`FakeApi::kubeconfig`] ([`FakeApi::kubeconfig_as`] for a client of its own).
 
 use std::net::TcpStream;
 use std::path::Path;
@@ -72,6 +75,7 @@ const RESOURCES: &[Resource] = &[
         false,
     ),
     resource("eks.amazonaws.com/v1", "nodeclasses", "NodeClass", false),
+    resource("coordination.k8s.io/v1", "leases", "Lease", true),
 ];
 
 /// One request the server saw: method, path and whether it was a watch.
@@ -85,6 +89,8 @@ pub struct Seen {
     pub watch: bool,
     /// The label selector, if any.
     pub label_selector: Option<String>,
+    /// The bearer token the client sent (its kubeconfig's), if any.
+    pub token: Option<String>,
 }
 
 #[derive(Default)]
@@ -167,6 +173,12 @@ impl FakeApi {
         write_kubeconfig(path, &self.url())
     }
 
+    /// Writes a kubeconfig whose client sends `token`, so its requests can
+    /// be told apart ([`Seen::token`]).
+    pub fn kubeconfig_as(&self, path: &Path, token: &str) -> Result<(), Error> {
+        write_kubeconfig_with_token(path, &self.url(), token)
+    }
+
     /// The objects of `kind` it holds now.
     pub fn objects(&self, kind: &str) -> Vec<Value> {
         let store = self.shared.lock();
@@ -215,8 +227,13 @@ impl Drop for FakeApi {
 
 /// A kubeconfig whose one context points at `server`.
 pub fn write_kubeconfig(path: &Path, server: &str) -> Result<(), Error> {
+    write_kubeconfig_with_token(path, server, "fake")
+}
+
+/// A kubeconfig whose one context points at `server`, with `token`.
+pub fn write_kubeconfig_with_token(path: &Path, server: &str, token: &str) -> Result<(), Error> {
     let text = format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: {server}\nusers:\n- name: fake\n  user:\n    token: fake\ncontexts:\n- name: fake\n  context:\n    cluster: fake\n    user: fake\n    namespace: default\ncurrent-context: fake\n"
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: {server}\nusers:\n- name: fake\n  user:\n    token: {token}\ncontexts:\n- name: fake\n  context:\n    cluster: fake\n    user: fake\n    namespace: default\ncurrent-context: fake\n"
     );
     std::fs::write(path, text).map_err(Error::io(path.display().to_string()))
 }
@@ -253,8 +270,17 @@ fn set(object: &mut Value, path: &[&str], value: Value) {
 
 /// Stores `object` with the next resource version, replacing one of the
 /// same kind, namespace and name, and records the event.
-fn write(shared: &Shared, mut object: Value, event: &'static str) -> Value {
+fn write(shared: &Shared, object: Value, event: &'static str) -> Value {
     let mut store = shared.lock();
+    let written = store_object(&mut store, object, event);
+    drop(store);
+    shared.changed.notify_all();
+    written
+}
+
+/// [`write`] under a lock the caller holds, so that a check before it (a
+/// resourceVersion, an existing name) and the write are one step.
+fn store_object(store: &mut Store, mut object: Value, event: &'static str) -> Value {
     store.version += 1;
     let version = store.version;
     set(
@@ -269,8 +295,6 @@ fn write(shared: &Shared, mut object: Value, event: &'static str) -> Value {
         (None, event) => event,
     };
     store.events.push((version, event, object.clone()));
-    drop(store);
-    shared.changed.notify_all();
     object
 }
 
@@ -346,6 +370,10 @@ fn serve(stream: &TcpStream, shared: &Shared) {
         path: request.path.clone(),
         watch,
         label_selector: request.param("labelSelector").map(str::to_owned),
+        token: request
+            .header("authorization")
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::to_owned),
     });
     let unserved = shared
         .unserved
@@ -560,11 +588,38 @@ fn create(
     if let Some(namespace) = namespace {
         set(&mut object, &["metadata", "namespace"], json!(namespace));
     }
-    let exists = shared.lock().objects.contains_key(&identity(&object));
-    if exists {
+    let mut store = shared.lock();
+    if store.objects.contains_key(&identity(&object)) {
         return status(409, "AlreadyExists", "the object exists");
     }
-    (201, write(shared, object, "ADDED"))
+    let created = store_object(&mut store, object, "ADDED");
+    drop(store);
+    shared.changed.notify_all();
+    (201, created)
+}
+
+/// Replaces `current` with the request's object, unless the object's
+/// resourceVersion is not the stored one (409), checked and written as one step.
+fn replace(shared: &Shared, current: &Value, request: &Request) -> (u16, Value) {
+    let Ok(mut object) = serde_json::from_slice::<Value>(&request.body) else {
+        return status(400, "BadRequest", "the body is not JSON");
+    };
+    for path in [&["apiVersion"][..], &["kind"], &["metadata", "namespace"]] {
+        set(&mut object, path, at(current, path).clone());
+    }
+    let mut store = shared.lock();
+    let Some(stored) = store.objects.get(&identity(current)) else {
+        return status(404, "NotFound", "the object is gone");
+    };
+    let version = ["metadata", "resourceVersion"];
+    let asked = at(&object, &version);
+    if !asked.is_null() && asked != at(stored, &version) {
+        return status(409, "Conflict", "the object has been modified");
+    }
+    let written = store_object(&mut store, object, "MODIFIED");
+    drop(store);
+    shared.changed.notify_all();
+    (200, written)
 }
 
 fn item(
@@ -593,20 +648,7 @@ fn item(
     };
     match request.method.as_str() {
         "GET" => (200, current),
-        "PUT" => {
-            let Ok(mut object) = serde_json::from_slice::<Value>(&request.body) else {
-                return status(400, "BadRequest", "the body is not JSON");
-            };
-            let version = ["metadata", "resourceVersion"];
-            let asked = at(&object, &version);
-            if !asked.is_null() && asked != at(&current, &version) {
-                return status(409, "Conflict", "the object has been modified");
-            }
-            for path in [&["apiVersion"][..], &["kind"], &["metadata", "namespace"]] {
-                set(&mut object, path, at(&current, path).clone());
-            }
-            (200, write(shared, object, "MODIFIED"))
-        }
+        "PUT" => replace(shared, &current, request),
         "DELETE" => {
             let mut store = shared.lock();
             store.objects.remove(&identity(&current));
@@ -673,5 +715,54 @@ mod tests {
         assert_eq!(send("PUT", &format!("{configmaps}/c"), &stale), 409);
         assert_eq!(api.objects("ConfigMap").len(), 3);
         assert!(api.seen().iter().any(|s| s.method == "POST"));
+    }
+
+    /// Leases as leader election uses them: created once, read, and
+    /// replaced only by a writer that read the current version.
+    #[test]
+    fn leases_are_created_once_and_replaced_only_at_their_version() {
+        let api = FakeApi::start(Vec::new()).unwrap();
+        let leases = "/apis/coordination.k8s.io/v1/namespaces/facts/leases";
+        let lease = |version: Option<&str>, holder: &str| {
+            let mut lease = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": "l"}, "spec": {"holderIdentity": holder}});
+            if let Some(version) = version {
+                lease["metadata"]["resourceVersion"] = json!(version);
+            }
+            lease.to_string().into_bytes()
+        };
+        let send = |method: &str, path: &str, body: &[u8]| {
+            let answer = http(
+                api.port,
+                method,
+                path,
+                &[("Authorization", "Bearer a")],
+                body,
+            )
+            .unwrap();
+            (
+                answer.status,
+                serde_json::from_slice::<Value>(&answer.body).unwrap_or(Value::Null),
+            )
+        };
+        let item = format!("{leases}/l");
+        assert_eq!(send("GET", &item, b"").0, 404);
+        let (code, created) = send("POST", leases, &lease(None, "a"));
+        assert_eq!(code, 201);
+        assert_eq!(send("POST", leases, &lease(None, "b")).0, 409);
+        let version = created["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let (code, taken) = send("PUT", &item, &lease(Some(&version), "b"));
+        assert_eq!(
+            (code, taken["spec"]["holderIdentity"].as_str()),
+            (200, Some("b"))
+        );
+        // The version read before that write is stale now.
+        assert_eq!(send("PUT", &item, &lease(Some(&version), "c")).0, 409);
+        assert_eq!(send("GET", &item, b"").1["spec"]["holderIdentity"], "b");
+        assert_eq!(api.objects("Lease")[0]["metadata"]["namespace"], "facts");
+        assert!(api.seen().iter().all(|s| s.token.as_deref() == Some("a")));
     }
 }

@@ -29,11 +29,21 @@ pub struct Request {
     pub path: String,
     /// Query parameters, percent-decoded.
     pub query: Vec<(String, String)>,
+    /// Headers, names in lower case.
+    pub headers: Vec<(String, String)>,
     /// The body.
     pub body: Vec<u8>,
 }
 
 impl Request {
+    /// The first header called `name` (any case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
     /// The first query parameter called `name`.
     pub fn param(&self, name: &str) -> Option<&str> {
         self.query
@@ -56,6 +66,7 @@ pub fn read_request(stream: &TcpStream) -> Option<Request> {
         return None;
     }
     let mut length = 0usize;
+    let mut headers = Vec::new();
     loop {
         let mut header = String::new();
         reader.read_line(&mut header).ok()?;
@@ -67,6 +78,7 @@ pub fn read_request(stream: &TcpStream) -> Option<Request> {
             if name.eq_ignore_ascii_case("content-length") {
                 length = value.trim().parse().ok()?;
             }
+            headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
         }
     }
     let mut body = vec![0; length];
@@ -83,6 +95,7 @@ pub fn read_request(stream: &TcpStream) -> Option<Request> {
                 (decode(name), decode(value))
             })
             .collect(),
+        headers,
         body,
     })
 }
@@ -116,12 +129,20 @@ pub fn decode(text: &str) -> String {
 }
 
 /// Writes a whole answer and closes.
-pub fn respond(mut stream: &TcpStream, status: u16, content_type: &str, body: &[u8]) {
-    let head = format!(
-        "HTTP/1.1 {status} {}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        reason(status),
+pub fn respond(stream: &TcpStream, status: u16, content_type: &str, body: &[u8]) {
+    respond_with(stream, status, &[("Content-Type", content_type)], body);
+}
+
+/// Writes a whole answer with these headers (and its length) and closes.
+pub fn respond_with(mut stream: &TcpStream, status: u16, headers: &[(&str, &str)], body: &[u8]) {
+    let mut head = format!("HTTP/1.1 {status} {}\r\n", reason(status));
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str(&format!(
+        "Content-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
-    );
+    ));
     let _ = stream.write_all(head.as_bytes());
     let _ = stream.write_all(body);
     let _ = stream.flush();
@@ -148,6 +169,8 @@ fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
         201 => "Created",
+        307 => "Temporary Redirect",
+        401 => "Unauthorized",
         404 => "Not Found",
         409 => "Conflict",
         410 => "Gone",

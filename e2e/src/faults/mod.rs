@@ -1,5 +1,6 @@
 //! Fault injection through the real policy-server: registries that hang,
-//! slow down, reset, fail or lie ([`registry`]), a small Kubernetes API
+//! slow down, reset, fail or lie, and scripted ones that redirect,
+//! challenge or serve oversized answers ([`registry`]), a small Kubernetes API
 //! server ([`api`]) for what policy-server's kube client and the facts
 //! syncer ask, concurrent admission requests with deadlines ([`load`]),
 //! and the report table ([`Row`]). Everything listens on 127.0.0.1.

@@ -1,18 +1,21 @@
 //! OCI registries that misbehave, on 127.0.0.1, for the fault-injection
 //! suite: each serves one image index (`GET /v2/` and
-//! `GET /v2/<name>/manifests/<tag>`) the way its [`Fault`] says. Every
-//! connection runs on its own thread and every wait is bounded: the server
-//! stops, and its held connections close, when it is dropped.
+//! `GET /v2/<name>/manifests/<tag>`) the way its [`Fault`] says; and
+//! [`Scripted`] servers that answer as a test's function says (redirects,
+//! challenges, token services, oversized bodies) and record every request,
+//! headers included. Every connection runs on its own thread and every
+//! wait is bounded: the server stops, and its held connections close, when
+//! it is dropped.
 
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::http::{listen, read_request, respond};
+use super::http::{chunk, listen, read_request, respond, respond_with, start_chunked, Request};
 use crate::error::Error;
 
 /// How a registry misbehaves.
@@ -176,4 +179,167 @@ fn body_of(fault: Fault) -> Vec<u8> {
             .to_string()
             .into_bytes(),
     }
+}
+
+/// What a [`Scripted`] server answers to one request.
+#[derive(Debug, Clone, Default)]
+pub struct Answer {
+    /// The status.
+    pub status: u16,
+    /// Headers besides the length.
+    pub headers: Vec<(String, String)>,
+    /// The body.
+    pub body: Vec<u8>,
+    /// Sent in chunks, without a length.
+    pub chunked: bool,
+}
+
+impl Answer {
+    /// `status` with a JSON body.
+    pub fn json(status: u16, body: &serde_json::Value) -> Answer {
+        Answer {
+            status,
+            headers: vec![("Content-Type".into(), "application/json".into())],
+            body: body.to_string().into_bytes(),
+            chunked: false,
+        }
+    }
+
+    /// 200 with `body` as `content_type`.
+    pub fn ok(content_type: &str, body: Vec<u8>) -> Answer {
+        Answer {
+            status: 200,
+            headers: vec![("Content-Type".into(), content_type.into())],
+            body,
+            chunked: false,
+        }
+    }
+
+    /// 307 to `location`.
+    pub fn redirect(location: &str) -> Answer {
+        Answer {
+            status: 307,
+            headers: vec![("Location".into(), location.into())],
+            ..Answer::default()
+        }
+    }
+
+    /// 401 with `WWW-Authenticate: challenge`.
+    pub fn challenge(challenge: &str) -> Answer {
+        Answer {
+            status: 401,
+            headers: vec![("WWW-Authenticate".into(), challenge.into())],
+            body: br#"{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}"#
+                .to_vec(),
+            chunked: false,
+        }
+    }
+}
+
+type Handler = dyn Fn(&Request) -> Answer + Send + Sync;
+
+/// A tiny HTTP server on 127.0.0.1 that answers each request as its
+/// handler says, and records every connection and request.
+pub struct Scripted {
+    port: u16,
+    stop: Arc<AtomicBool>,
+    seen: Arc<Mutex<Vec<Request>>>,
+    connections: Arc<AtomicUsize>,
+    accept: Option<JoinHandle<()>>,
+}
+
+impl Scripted {
+    /// Starts a server answering with `handler`.
+    pub fn start(
+        handler: impl Fn(&Request) -> Answer + Send + Sync + 'static,
+    ) -> Result<Scripted, Error> {
+        let (listener, port) = listen("a scripted server")?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let connections = Arc::new(AtomicUsize::new(0));
+        let handler: Arc<Handler> = Arc::new(handler);
+        let accept = {
+            let (stop, seen, connections) = (stop.clone(), seen.clone(), connections.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::SeqCst) {
+                    match listener.accept() {
+                        Ok((stream, _)) => {
+                            connections.fetch_add(1, Ordering::SeqCst);
+                            let (handler, seen) = (handler.clone(), seen.clone());
+                            std::thread::spawn(move || answer(&stream, &*handler, &seen));
+                        }
+                        Err(_) => std::thread::sleep(Duration::from_millis(10)),
+                    }
+                }
+            })
+        };
+        Ok(Scripted {
+            port,
+            stop,
+            seen,
+            connections,
+            accept: Some(accept),
+        })
+    }
+
+    /// `127.0.0.1:PORT`.
+    pub fn host(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Its port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The requests it answered so far.
+    pub fn seen(&self) -> Vec<Request> {
+        self.seen.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// The connections it accepted so far (HTTP or not).
+    pub fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for Scripted {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(accept) = self.accept.take() {
+            let _ = accept.join();
+        }
+    }
+}
+
+fn answer(stream: &TcpStream, handler: &Handler, seen: &Mutex<Vec<Request>>) {
+    let _ = stream.set_nonblocking(false);
+    let Some(request) = read_request(stream) else {
+        return;
+    };
+    let answer = handler(&request);
+    if let Ok(mut seen) = seen.lock() {
+        seen.push(request);
+    }
+    let headers: Vec<(&str, &str)> = answer
+        .headers
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.as_str()))
+        .collect();
+    if answer.chunked {
+        let content_type = answer
+            .headers
+            .first()
+            .map_or("application/json", |(_, v)| v.as_str());
+        if start_chunked(stream, content_type).is_ok() {
+            for part in answer.body.chunks(64 * 1024) {
+                if chunk(stream, part).is_err() {
+                    return;
+                }
+            }
+            let _ = chunk(stream, b"");
+        }
+        return;
+    }
+    respond_with(stream, answer.status, &headers, &answer.body);
 }

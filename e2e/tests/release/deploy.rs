@@ -172,9 +172,10 @@ fn the_policy_server_reads_what_the_policy_reads_and_nothing_more() {
 }
 
 /// The syncer lists and watches workloads, Nodes, RuntimeClasses and
-/// Karpenter's NodePools and node classes, writes
-/// ConfigMaps only in the facts namespace, and publishes where the policy
-/// reads by default.
+/// Karpenter's NodePools and node classes, writes ConfigMaps and its Lease
+/// only in the facts namespace, and publishes where the policy reads by
+/// default; two replicas, one kept through disruptions, probed and scraped
+/// on the port named `metrics`.
 #[test]
 fn the_facts_syncer_watches_the_cluster_and_writes_only_its_config_maps() {
     let objects = deploy_objects("facts-sync.yaml");
@@ -219,9 +220,13 @@ fn the_facts_syncer_watches_the_cluster_and_writes_only_its_config_maps() {
             "/configmaps:list",
             "/configmaps:create",
             "/configmaps:update",
-            "/configmaps:delete"
+            "/configmaps:delete",
+            "coordination.k8s.io/leases:get",
+            "coordination.k8s.io/leases:create",
+            "coordination.k8s.io/leases:update"
         ])
     );
+    the_facts_syncer_runs_two_replicas_probed_on_its_metrics_port(&objects);
     let cron = deploy_objects("facts-sync-cronjob.yaml");
     let deployment =
         &find(&objects, "Deployment", "os-placement-facts-sync")["spec"]["template"]["spec"];
@@ -248,4 +253,38 @@ fn the_facts_syncer_watches_the_cluster_and_writes_only_its_config_maps() {
         );
         assert!(args.contains(&mode), "{what}: {args:?}");
     }
+    // One run takes no Lease and serves nothing: no port to name.
+    assert!(job["containers"][0]["ports"].is_null());
+    assert!(job["containers"][0]["livenessProbe"].is_null());
+}
+
+fn the_facts_syncer_runs_two_replicas_probed_on_its_metrics_port(objects: &[Value]) {
+    let deployment = find(objects, "Deployment", "os-placement-facts-sync");
+    assert_eq!(deployment["spec"]["replicas"], 2);
+    let labels = &deployment["spec"]["template"]["metadata"]["labels"];
+    let budget = find(objects, "PodDisruptionBudget", "os-placement-facts-sync");
+    assert_eq!(budget["apiVersion"], "policy/v1");
+    assert_eq!(budget["spec"]["minAvailable"], 1);
+    assert_eq!(&budget["spec"]["selector"]["matchLabels"], labels);
+    let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+    let port = &container["ports"][0];
+    assert_eq!(
+        (port["name"].as_str(), port["containerPort"].as_u64()),
+        (Some("metrics"), Some(9090))
+    );
+    // The syncer's default --metrics-address is 0.0.0.0:9090.
+    let args = container["args"].as_array().unwrap();
+    assert!(!args.iter().any(|a| a == "--metrics-address"), "{args:?}");
+    for (probe, path) in [("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")] {
+        let get = &container[probe]["httpGet"];
+        assert_eq!(
+            (get["path"].as_str(), get["port"].as_str()),
+            (Some(path), Some("metrics")),
+            "{probe}"
+        );
+    }
+    let annotations = &deployment["spec"]["template"]["metadata"]["annotations"];
+    assert_eq!(annotations["prometheus.io/scrape"], "true");
+    assert_eq!(annotations["prometheus.io/port"], "9090");
+    assert_eq!(annotations["prometheus.io/path"], "/metrics");
 }

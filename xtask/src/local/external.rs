@@ -1,8 +1,9 @@
 //! Programs and data from outside the repository that some tests need: the
 //! real kwctl and policy-server (`$KUBEWARDEN_BIN`, else `../shared/kubewarden`
-//! beside the repository) and the registry server (`docker-registry` on the
-//! PATH, or `$DOCKER_REGISTRY_BIN`). Under CI (`CI` set) a missing one is an
-//! error; elsewhere the caller skips, saying what is missing.
+//! beside the repository), the registry server (`docker-registry` on the
+//! PATH, or `$DOCKER_REGISTRY_BIN`) and other programs on the PATH (skopeo).
+//! Under CI (`CI` set) a missing one is an error; elsewhere the caller
+//! skips, saying what is missing.
 
 use std::path::{Path, PathBuf};
 
@@ -59,6 +60,19 @@ pub fn kubewarden_tool(name: &str) -> Found {
     }
 }
 
+/// `name` on the PATH, or what [`missing`] says, with `how` to install it.
+pub fn on_path(name: &str, how: &str) -> Found {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join(name))
+            .find(|p| executable(p))
+    });
+    match found {
+        Some(path) => Ok(Some(path)),
+        None => missing(name, how),
+    }
+}
+
 /// The registry server: `$DOCKER_REGISTRY_BIN`, else `docker-registry` on the PATH.
 pub fn registry_server() -> Found {
     if let Some(path) = std::env::var_os("DOCKER_REGISTRY_BIN").filter(|p| !p.is_empty()) {
@@ -69,16 +83,8 @@ pub fn registry_server() -> Found {
             missing(&path.display().to_string(), "DOCKER_REGISTRY_BIN")
         };
     }
-    let found = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|dir| dir.join("docker-registry"))
-            .find(|p| executable(p))
-    });
-    match found {
-        Some(path) => Ok(Some(path)),
-        None => missing(
-            "docker-registry",
-            "install the Debian package docker-registry (`make deps` does)",
-        ),
-    }
+    on_path(
+        "docker-registry",
+        "install the Debian package docker-registry (`make deps` does)",
+    )
 }

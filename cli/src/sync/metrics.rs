@@ -1,0 +1,192 @@
+//! What `/metrics` says, in the Prometheus text format (prometheus-client):
+//! the images in use, registry lookups and their failures by registry host,
+//! the age of the oldest published fact, publish errors, whether this
+//! replica leads, when it last published, and whether its watches are synced.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::AtomicU64;
+use std::sync::Mutex;
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::{Registry, Unit};
+
+/// Registry hosts given their own label; lookups at any further host
+/// count under `other`, so pods naming ever new hosts cannot grow the
+/// metrics without bound.
+pub const HOSTS_KEPT: usize = 64;
+
+/// The label of a per-registry series.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Host {
+    /// `host[:port]` as images name it, or `other`.
+    pub host: String,
+}
+
+/// The syncer's metrics.
+pub struct Metrics {
+    registry: Registry,
+    /// Distinct images the cluster's workloads use.
+    pub images_in_use: Gauge,
+    lookups: Family<Host, Counter>,
+    failures: Family<Host, Counter>,
+    hosts: Mutex<BTreeSet<String>>,
+    /// Seconds since the oldest published image fact was resolved.
+    pub oldest_fact_age: Gauge,
+    /// Publishes that failed.
+    pub publish_errors: Counter,
+    /// 1 while this replica holds the Lease.
+    pub leader: Gauge,
+    /// When the facts were last published, seconds since the epoch.
+    pub last_publish: Gauge<f64, AtomicU64>,
+    /// 1 while every watch is synced.
+    pub watches_synced: Gauge,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    /// Every metric at zero, registered.
+    pub fn new() -> Metrics {
+        let mut m = Metrics {
+            registry: Registry::with_prefix("os_placement_sync"),
+            images_in_use: Gauge::default(),
+            lookups: Family::default(),
+            failures: Family::default(),
+            hosts: Mutex::new(BTreeSet::new()),
+            oldest_fact_age: Gauge::default(),
+            publish_errors: Counter::default(),
+            leader: Gauge::default(),
+            last_publish: Gauge::default(),
+            watches_synced: Gauge::default(),
+        };
+        let r = &mut m.registry;
+        r.register(
+            "images_in_use",
+            "Distinct images the cluster's Pods and workload templates use",
+            m.images_in_use.clone(),
+        );
+        r.register(
+            "registry_lookups",
+            "Image lookups finished, by registry host",
+            m.lookups.clone(),
+        );
+        r.register(
+            "registry_lookup_failures",
+            "Image lookups that failed or were refused, by registry host",
+            m.failures.clone(),
+        );
+        r.register_with_unit(
+            "oldest_fact_age",
+            "Age of the oldest published image fact",
+            Unit::Seconds,
+            m.oldest_fact_age.clone(),
+        );
+        r.register(
+            "publish_errors",
+            "Publishes of the facts that failed",
+            m.publish_errors.clone(),
+        );
+        r.register(
+            "leader",
+            "Whether this replica holds the Lease and publishes (1) or stands by (0)",
+            m.leader.clone(),
+        );
+        r.register_with_unit(
+            "last_publish_timestamp",
+            "When the facts were last published, since the epoch",
+            Unit::Seconds,
+            m.last_publish.clone(),
+        );
+        r.register(
+            "watches_synced",
+            "Whether every watch of the cluster is synced (1) or not (0)",
+            m.watches_synced.clone(),
+        );
+        m
+    }
+
+    /// Counts a finished lookup at `host`.
+    pub fn lookup(&self, host: &str, failed: bool) {
+        let label = Host {
+            host: self.label(host),
+        };
+        self.lookups.get_or_create(&label).inc();
+        if failed {
+            self.failures.get_or_create(&label).inc();
+        }
+    }
+
+    /// `host`, or `other` once [`HOSTS_KEPT`] hosts have a label.
+    fn label(&self, host: &str) -> String {
+        let mut hosts = self
+            .hosts
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if hosts.contains(host) || hosts.len() < HOSTS_KEPT && hosts.insert(host.to_string()) {
+            host.to_string()
+        } else {
+            "other".to_string()
+        }
+    }
+
+    /// The text `/metrics` answers.
+    pub fn encode(&self) -> String {
+        let mut text = String::new();
+        // Writing to a String cannot fail.
+        let _ = encode(&mut text, &self.registry);
+        text
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookups_are_counted_by_host_and_hosts_are_bounded() {
+        let metrics = Metrics::new();
+        metrics.lookup("ghcr.io", false);
+        metrics.lookup("ghcr.io", true);
+        for i in 0..HOSTS_KEPT + 10 {
+            metrics.lookup(&format!("r{i}.example"), true);
+        }
+        metrics.leader.set(1);
+        let text = metrics.encode();
+        assert!(
+            text.contains("os_placement_sync_registry_lookups_total{host=\"ghcr.io\"} 2"),
+            "{text}"
+        );
+        assert!(
+            text.contains("os_placement_sync_registry_lookup_failures_total{host=\"ghcr.io\"} 1"),
+            "{text}"
+        );
+        // ghcr.io and 63 more have their own series; the last 11 share one.
+        assert!(
+            text.contains("os_placement_sync_registry_lookups_total{host=\"other\"} 11"),
+            "{text}"
+        );
+        assert!(
+            !text.contains(&format!("r{}.example", HOSTS_KEPT + 5)),
+            "{text}"
+        );
+        assert!(text.contains("os_placement_sync_leader 1"), "{text}");
+        assert!(
+            text.contains("os_placement_sync_oldest_fact_age_seconds 0"),
+            "{text}"
+        );
+        assert!(
+            text.contains("os_placement_sync_last_publish_timestamp_seconds 0"),
+            "{text}"
+        );
+        assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+}
