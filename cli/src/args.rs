@@ -6,7 +6,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use os_placement_core::Operation;
 
-use crate::registry::hosts::HostPattern;
+use crate::host_pattern::HostPattern;
 
 /// Checks Kubernetes manifests against the os-placement rules, the same
 /// rules the os-placement admission policy applies in the cluster.

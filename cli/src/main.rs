@@ -8,6 +8,7 @@ mod engine;
 mod error;
 mod explain;
 mod fix;
+mod host_pattern;
 mod inputs;
 mod lookup;
 mod registry;

@@ -29,7 +29,7 @@ mod watch;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use os_placement_core::published::{self, Sources};
+use os_placement_core::published;
 use os_placement_core::ImageFacts;
 use tokio::sync::watch as channel;
 
@@ -246,17 +246,10 @@ async fn round(
         .filter(|(_, facts)| matches!(facts, ImageFacts::LookupFailed(_)))
         .count();
     cache.record(resolved, now);
-    let (facts, times) = cache.published(&snapshot.images);
-    let skipped = inventory.skipped();
+    // A single run keeps no heartbeat: its facts read as rendered.
+    let facts = cache.published(&snapshot.images);
     let maps = published::config_maps(
-        &Sources {
-            nodes: (!skipped.contains_key(&Watched::Node)).then_some(snapshot.nodes.as_slice()),
-            runtime_classes: (!skipped.contains_key(&Watched::RuntimeClass))
-                .then_some(&snapshot.runtime_classes),
-            images: &facts,
-            resolved_at: Some(&times),
-            syncer: None,
-        },
+        &snapshot.sources(inventory, &facts, None),
         cluster.namespace(),
     );
     let written = cluster.publish(&maps).await?;

@@ -12,13 +12,13 @@ use std::time::{Duration, Instant, SystemTime};
 
 use futures_util::future::LocalBoxFuture;
 use futures_util::stream::{FuturesUnordered, StreamExt};
-use os_placement_core::published::{self, Heartbeat, Sources};
+use os_placement_core::published::{self, Heartbeat};
 use os_placement_core::ImageFacts;
 
 use super::cache::{epoch_seconds, Cache};
 use super::cluster::Cluster;
 use super::serve::Status;
-use super::watch::{Inventory, Snapshot, Watched};
+use super::watch::{Inventory, Snapshot};
 use crate::error::SyncError;
 use crate::registry::{registry_of, Resolver};
 
@@ -301,23 +301,17 @@ impl Publisher {
         let started = Instant::now();
         let now = epoch_seconds(SystemTime::now());
         let at = if heartbeat { now } else { lead.heartbeat_at };
-        let (facts, times) = self.cache.published(&lead.snapshot.images);
-        let skipped = inventory.skipped();
+        let published = self.cache.published(&lead.snapshot.images);
+        let beat = Heartbeat {
+            at,
+            every: u32::try_from(self.heartbeat.as_secs()).unwrap_or(u32::MAX),
+        };
         let snapshot = &lead.snapshot;
         let maps = published::config_maps(
-            &Sources {
-                nodes: (!skipped.contains_key(&Watched::Node)).then_some(snapshot.nodes.as_slice()),
-                runtime_classes: (!skipped.contains_key(&Watched::RuntimeClass))
-                    .then_some(&snapshot.runtime_classes),
-                images: &facts,
-                resolved_at: Some(&times),
-                syncer: Some(Heartbeat {
-                    at,
-                    every: u32::try_from(self.heartbeat.as_secs()).unwrap_or(u32::MAX),
-                }),
-            },
+            &snapshot.sources(inventory, &published, Some(beat)),
             self.cluster.namespace(),
         );
+        let times = &published.1;
         let metrics = &self.status.metrics;
         let written = tokio::time::timeout(API_DEADLINE, self.cluster.publish(&maps)).await;
         match written.unwrap_or_else(|_| Err(SyncError::Timeout(API_DEADLINE))) {

@@ -20,6 +20,7 @@ use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt;
 use kube::Client;
 use os_placement_core::capacity::{self, CAPACITY_KINDS};
+use os_placement_core::published::{Heartbeat, Sources};
 use os_placement_core::{host_answers, locate_pod_spec, ClusterRuntimeClass, Kind, Node, PodView};
 use serde_json::{json, Value};
 use tokio::sync::Notify;
@@ -139,6 +140,28 @@ pub struct Snapshot {
 pub struct Inventory {
     objects: Mutex<Objects>,
     changed: Notify,
+}
+
+impl Snapshot {
+    /// What to publish: the nodes and RuntimeClasses unless their kind was
+    /// given up on (not served, no access), the image facts with when
+    /// each was resolved, and the heartbeat.
+    pub fn sources<'a>(
+        &'a self,
+        inventory: &Inventory,
+        (images, resolved_at): &'a super::cache::Published,
+        syncer: Option<Heartbeat>,
+    ) -> Sources<'a> {
+        let skipped = inventory.skipped();
+        Sources {
+            nodes: (!skipped.contains_key(&Watched::Node)).then_some(self.nodes.as_slice()),
+            runtime_classes: (!skipped.contains_key(&Watched::RuntimeClass))
+                .then_some(&self.runtime_classes),
+            images,
+            resolved_at: Some(resolved_at),
+            syncer,
+        }
+    }
 }
 
 impl Inventory {

@@ -24,6 +24,7 @@ use os_placement_e2e::{admission_request, repo_root};
 use serde_json::{json, Value};
 
 use super::setup::{cli_binary, deployment, Suite};
+use super::syncer::wait_for;
 
 /// The syncer, killed when the test ends.
 struct Syncer(Child);
@@ -72,17 +73,6 @@ fn published(api: &FakeApi, image: &str) -> bool {
             .as_str()
             .is_some_and(|images| images.contains(image))
     })
-}
-
-fn wait(limit: Duration, mut done: impl FnMut() -> bool) -> Option<Duration> {
-    let started = Instant::now();
-    while started.elapsed() < limit {
-        if done() {
-            return Some(started.elapsed());
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    None
 }
 
 /// A Pod of ReplicaSet `owner` running `image`, as the controller creates it.
@@ -148,7 +138,7 @@ fn a_new_workloads_first_pods_are_placed_by_the_facts_the_running_syncer_publish
     api.kubeconfig(&kubeconfig).unwrap();
     let _syncer = start_syncer(&kubeconfig, &registry.host(), suite.dir.path());
     assert!(
-        wait(Duration::from_secs(60), || heartbeat(&api).is_some()).is_some(),
+        wait_for(Duration::from_secs(60), || heartbeat(&api).is_some()).is_some(),
         "the syncer published no heartbeat"
     );
     let server = suite.policy_server("cluster", &kubeconfig, &[]);
@@ -168,7 +158,7 @@ fn a_new_workloads_first_pods_are_placed_by_the_facts_the_running_syncer_publish
     let applied = Instant::now();
     api.put(deployment("reports", &image));
     let (published_after, (first_pod, refused, admitted)) = std::thread::scope(|scope| {
-        let watcher = scope.spawn(|| wait(Duration::from_secs(60), || published(&api, &image)));
+        let watcher = scope.spawn(|| wait_for(Duration::from_secs(60), || published(&api, &image)));
         let mut refused = 0;
         let admitted = loop {
             let (allowed, message, selector, _) =

@@ -98,7 +98,8 @@ fn shard_writes(seen: &[Seen]) -> usize {
         .count()
 }
 
-fn wait_for(limit: Duration, mut done: impl FnMut() -> bool) -> Option<Duration> {
+/// How long until `done`, polled every 50 ms; `None` past `limit`.
+pub(super) fn wait_for(limit: Duration, mut done: impl FnMut() -> bool) -> Option<Duration> {
     let started = Instant::now();
     while started.elapsed() < limit {
         if done() {
