@@ -324,11 +324,12 @@ bench: build bench-deps
 	target/release/os-placement-bench --wasm $(WASM) --floor $(FLOOR_WASM) $(BENCH_ARGS)
 	target/release/os-placement-scale-bench --wasm $(WASM) --scale-tools $(SCALE_TOOLS) $(SCALE_ARGS)
 
-# Throughput and latency through the real policy-server (KUBEWARDEN_BIN), with wrk;
+# Throughput and latency through the real policy-server (KUBEWARDEN_BIN) on the fake
+# API (an empty cluster, so os-placement's calls are answered), with wrk;
 # then at 1,000 and 10,000 nodes, the cluster served by the fault suite's fake API.
 bench-server: build bench-deps
 	$(build-floor)
-	$(CARGO) build $(LOCKED) --release -p os-placement-bench --bin os-placement-bench --bin os-placement-scale-bench
+	$(CARGO) build $(LOCKED) --release -p os-placement-bench --bin os-placement-bench --bin os-placement-scale-bench --bin os-placement-fake-api
 	KUBEWARDEN_BIN="$(KUBEWARDEN_BIN)" WASM="$(CURDIR)/$(WASM)" FLOOR="$(CURDIR)/$(FLOOR_WASM)" bench/server.sh
 	target/release/os-placement-scale-bench --wasm $(WASM) --scale-tools $(SCALE_TOOLS) \
 	  --server $(KUBEWARDEN_BIN) --sizes 1000/10000,10000/50000 $(SCALE_ARGS)

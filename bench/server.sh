@@ -14,7 +14,7 @@ bench="${BENCH:-$root/target/release/os-placement-bench}"
 connections="${CONNECTIONS:-4}"
 duration="${DURATION:-5s}"
 rounds="${ROUNDS:-3}"
-cases="${CASES:-a b c d}"
+cases="${CASES:-a b c d f}"
 out="${JSON:-$root/target/bench/server.json}"
 
 for tool in "$kubewarden/kwctl" "$kubewarden/policy-server"; do
@@ -24,8 +24,10 @@ command -v wrk >/dev/null || { echo "bench-server: wrk not found: make bench-dep
 
 work="$(mktemp -d)"
 server_pid=""
+api_pid=""
 cleanup() {
   if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+  if [ -n "$api_pid" ]; then kill "$api_pid" 2>/dev/null || true; wait "$api_pid" 2>/dev/null || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -49,19 +51,36 @@ settings="$(sed -e 's/#.*//' "$root/examples/settings/eks.yaml" | awk 'NF' | sed
     echo "$p:"
     echo "  module: file://$work/$p.wasm"
     echo "  allowedToMutate: true"
-    if [ "$p" = os-placement ]; then echo "  settings:"; echo "$settings"; else echo "  settings: {}"; fi
+    if [ "$p" = os-placement ]; then
+      echo "  settings:"; echo "$settings"
+      # The grants of deploy/: what the EKS settings read is answered.
+      echo "  contextAwareResources:"
+      echo "    - {apiVersion: v1, kind: ConfigMap}"
+      echo "    - {apiVersion: node.k8s.io/v1, kind: RuntimeClass}"
+      echo "  hostCapabilities: ['kubernetes/*']"
+    else echo "  settings: {}"; fi
   done
 } > "$work/policies.yml"
 
 "$bench" --write-reviews "$work/reviews" >/dev/null
 
+# The fake Kubernetes API (an empty cluster): policy-server answers the
+# calls os-placement makes, as in a cluster with nothing published yet.
+fake_api="${FAKE_API:-$root/target/release/os-placement-fake-api}"
+mkfifo "$work/api-stdin"
+"$fake_api" "$work/kubeconfig" <"$work/api-stdin" >"$work/api.log" 2>&1 &
+api_pid=$!
+exec 3>"$work/api-stdin"
+for _ in $(seq 1 100); do [ -s "$work/kubeconfig" ] && break; sleep 0.1; done
+[ -s "$work/kubeconfig" ] || { echo "bench-server: the fake API did not start" >&2; cat "$work/api.log" >&2; exit 1; }
+
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo $((20000 + RANDOM % 20000)); }
 port="$(free_port)"; probe="$(free_port)"
 mkdir -p "$work/downloads"
-HOME="$work" XDG_CACHE_HOME="$work/cache" "$kubewarden/policy-server" \
+HOME="$work" XDG_CACHE_HOME="$work/cache" KUBECONFIG="$work/kubeconfig" "$kubewarden/policy-server" \
   --policies "$work/policies.yml" --addr 127.0.0.1 --port "$port" --readiness-probe-port "$probe" \
   --policies-download-dir "$work/downloads" --workers 1 --log-level error --log-no-color \
-  --ignore-kubernetes-connection-failure >"$work/server.log" 2>&1 &
+  >"$work/server.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 1 240); do
   curl -sf "http://127.0.0.1:$probe/readiness" >/dev/null 2>&1 && break

@@ -100,3 +100,49 @@ fn every_kind_names_its_api_group() {
         assert_eq!(Kind::parse(kind).unwrap().api_group(), group, "{kind}");
     }
 }
+
+/// The owning adapter's path: the patch applied once to the object it takes
+/// out of the request gives the same decision as the copying one.
+#[test]
+fn a_patch_applied_to_the_owned_object_equals_the_copied_one() {
+    use os_placement_core::{Admission, Facts};
+    let settings = eks();
+    for object in [
+        windows_deployment(),
+        json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "web"}, "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]}}),
+    ] {
+        let mut request =
+            os_placement_door::admission_request(&object, Operation::Create, None, None);
+        let copied = Admission::new(&request, &settings).decide(&Facts::default());
+        let unapplied = Admission::new(&request, &settings).decide_unapplied(&Facts::default());
+        assert_eq!(unapplied.mutated_object, None);
+        assert_eq!(unapplied.patch, copied.patch);
+        let owned = request
+            .get_mut("object")
+            .map(Value::take)
+            .unwrap_or_default();
+        assert_eq!(unapplied.apply_to(owned), copied);
+    }
+}
+
+#[test]
+fn a_patch_the_object_cannot_take_is_a_rejection_naming_its_path() {
+    use os_placement_core::{Admission, Facts};
+    let settings = eks();
+    let request =
+        os_placement_door::admission_request(&windows_deployment(), Operation::Create, None, None);
+    let decision = Admission::new(&request, &settings).decide_unapplied(&Facts::default());
+    assert!(decision.accepted && !decision.patch.is_empty());
+    let rejected = decision.apply_to(json!({"kind": "Deployment"}));
+    assert!(!rejected.accepted);
+    assert_eq!(rejected.violations[0].code.to_string(), "malformed-object");
+    assert!(
+        rejected.violations[0]
+            .path
+            .starts_with("/spec/template/spec/"),
+        "{:?}",
+        rejected.violations
+    );
+    assert_eq!(rejected.mutated_object, None);
+}

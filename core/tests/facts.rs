@@ -467,6 +467,26 @@ fn needs_names_undeclared_runtime_classes_and_the_inventory() {
     assert!(needs(&r, &declared).is_empty());
 }
 
+/// Under `nodeInventory: auto` the node facts only add a warning, which on
+/// a Pod a controller creates reaches nobody: such a Pod reads none.
+#[test]
+fn a_controllers_pod_reads_no_node_facts_under_auto() {
+    let mut object = pod(json!({"containers": [{"name": "c", "image": WIN2022}],
+        "nodeSelector": {"kubernetes.io/os": "windows", "node.kubernetes.io/windows-build": "10.0.20348"}}));
+    object["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "name": "iis-5c9d", "uid": "u", "controller": true}]);
+    assert!(needs_of(&object, &eks()).is_empty());
+    // Negative: the full check, pinArchitecture, no controller, a workload.
+    assert!(needs_of(&object, &eks_with(json!({"nodeInventory": "warn"}))).nodes);
+    assert!(needs_of(&object, &eks_with(json!({"pinArchitecture": true}))).nodes);
+    let mut bare = object.clone();
+    bare["metadata"]["ownerReferences"][0]["controller"] = json!(false);
+    assert!(needs_of(&bare, &eks()).nodes);
+    let workload = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": object["metadata"],
+        "spec": {"template": {"spec": object["spec"]}}});
+    assert!(needs_of(&workload, &eks()).nodes);
+}
+
 /// The full check (nodeInventory warn or reject) looks up the nodes a pod
 /// selects by name (`matchFields` on metadata.name, as the DaemonSet
 /// controller writes it) or hostname, once each and at most 16; the

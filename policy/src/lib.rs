@@ -114,20 +114,21 @@ pub fn respond_with(payload: &[u8], host: &dyn facts::Host) -> ValidationRespons
         Ok(p) => p,
         Err(e) => return rejection(format!("validation payload: not valid JSON: {e}")),
     };
-    let Some(request) = &payload.request else {
+    let text = payload.settings_text();
+    let Some(mut request) = payload.request else {
         return rejection(MISSING_REQUEST.to_string());
     };
-    let text = payload.settings_text();
     let response = settings_cache::with_settings(text, outside_request, |settings| {
-        decide(request, settings, host)
+        decide(&mut request, settings, host)
     });
-    discard(payload);
+    discard(request);
     response.unwrap_or_else(|e| rejection(format!("invalid policy settings:\n{e}")))
 }
 
-/// The response to one request under the settings.
+/// The response to one request under the settings. The patch is applied to
+/// the request's own object, taken out of it: the object is not copied.
 fn decide(
-    request: &serde_json::Value,
+    request: &mut serde_json::Value,
     settings: &Settings,
     host: &dyn facts::Host,
 ) -> ValidationResponse {
@@ -137,9 +138,13 @@ fn decide(
     } else {
         facts::gather(admission.needs(), host)
     };
-    let response = to_response(admission.decide(&facts));
+    let mut decision = admission.decide_unapplied(&facts);
     discard(facts);
-    response
+    if decision.accepted && !decision.patch.is_empty() {
+        let object = request.get_mut("object").map(serde_json::Value::take);
+        decision = decision.apply_to(object.unwrap_or_default());
+    }
+    to_response(decision)
 }
 
 fn to_response(decision: Decision) -> ValidationResponse {

@@ -23,9 +23,9 @@ pub struct Payload<'a> {
     pub settings: Option<&'a RawValue>,
 }
 
-impl Payload<'_> {
+impl<'a> Payload<'a> {
     /// The settings' JSON text: `null` when absent (all defaults).
-    pub fn settings_text(&self) -> &str {
+    pub fn settings_text(&self) -> &'a str {
         self.settings.map_or("null", RawValue::get)
     }
 }

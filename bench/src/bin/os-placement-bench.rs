@@ -5,8 +5,10 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use os_placement_bench::empty_cluster::EmptyCluster;
 use os_placement_bench::stats::{stats, Stats};
 use os_placement_bench::stderr::StderrTo;
 use os_placement_bench::{Error, Result};
@@ -78,24 +80,53 @@ fn parse_args() -> Result<Options> {
     Ok(o)
 }
 
-/// A policy under test: its compiled module, a warm instance and its settings.
+/// A policy under test: its compiled module, a warm instance, its settings
+/// and, for os-placement, the host answering its calls.
 struct Policy {
     name: String,
     module: PolicyModule,
     warm: PolicyHost,
     settings: Value,
+    host: Option<Arc<EmptyCluster>>,
 }
 
 impl Policy {
     fn load(name: &str, path: &Path, settings: Value) -> Result<Self> {
-        let module = PolicyModule::compile(path)?;
+        Self::load_with(name, path, settings, None)
+    }
+
+    /// A policy whose host calls `host` answers, as policy-server answers
+    /// the calls a policy's `contextAwareResources` grant.
+    fn load_with(
+        name: &str,
+        path: &Path,
+        settings: Value,
+        host: Option<Arc<EmptyCluster>>,
+    ) -> Result<Self> {
+        let mut module = PolicyModule::compile(path)?;
+        if let Some(host) = &host {
+            module = module.with_host_calls(host.clone());
+        }
         let warm = module.instantiate()?;
         Ok(Self {
             name: name.to_owned(),
             module,
             warm,
             settings,
+            host,
         })
+    }
+
+    /// Host calls per request of a case, on the warm instance.
+    fn host_calls(&self, case: &Case) -> Result<f64> {
+        let Some(host) = &self.host else {
+            return Ok(0.0);
+        };
+        host.take_calls();
+        for request in &case.requests {
+            self.warm.validate(request, &self.settings)?;
+        }
+        Ok(host.take_calls() as f64 / case.requests.len().max(1) as f64)
     }
 
     fn payload(&self, request: &Value) -> Result<Vec<u8>> {
@@ -160,7 +191,7 @@ fn load_cases(options: &Options) -> Result<Vec<Case>> {
 /// the work the README describes: (accepted, patched).
 fn expected(case_id: &str) -> Option<(bool, bool)> {
     match case_id {
-        "a" | "b" => Some((true, false)),
+        "a" | "b" | "f" => Some((true, false)),
         "c" | "d" => Some((true, true)),
         _ => None,
     }
@@ -427,6 +458,12 @@ fn write_reviews(dir: &Path, cases: &[Case]) -> Result<()> {
     Ok(())
 }
 
+/// The host os-placement's calls reach: an empty cluster, one per policy so
+/// their call counts stay apart.
+fn host() -> Option<Arc<EmptyCluster>> {
+    Some(Arc::new(EmptyCluster::default()))
+}
+
 fn load_policies(options: &Options) -> Result<(Vec<Policy>, Vec<PathBuf>)> {
     let settings = read_yaml(&options.settings)?;
     let mut paths = vec![options.floor.clone(), options.wasm.clone()];
@@ -437,17 +474,23 @@ fn load_policies(options: &Options) -> Result<(Vec<Policy>, Vec<PathBuf>)> {
                 options.floor.display()
             ))
         })?,
-        Policy::load("os-placement", &options.wasm, settings.clone())?,
+        Policy::load_with("os-placement", &options.wasm, settings.clone(), host())?,
     ];
-    // The same module without image lookups: what the request alone costs.
-    let mut no_lookup = settings.clone();
-    if let Some(map) = no_lookup.as_object_mut() {
+    // The same module with no host call: what the request alone costs.
+    let mut no_call = settings.clone();
+    if let Some(map) = no_call.as_object_mut() {
         map.insert("imageLookup".into(), json!("off"));
+        map.insert("nodeInventory".into(), json!("off"));
     }
-    policies.push(Policy::load("lookup off", &options.wasm, no_lookup)?);
+    policies.push(Policy::load_with(
+        "no host call",
+        &options.wasm,
+        no_call,
+        host(),
+    )?);
     paths.push(options.wasm.clone());
     if let Some(baseline) = &options.baseline {
-        policies.push(Policy::load("baseline", baseline, settings)?);
+        policies.push(Policy::load_with("baseline", baseline, settings, host())?);
         paths.push(baseline.clone());
     }
     let peers = std::fs::read_dir(&options.peers)
@@ -515,12 +558,17 @@ fn run(options: &Options) -> Result<()> {
         peak_memories(&policies, &payloads)?
     };
 
+    let calls = policies
+        .iter()
+        .map(|p| cases.iter().map(|c| p.host_calls(c)).collect())
+        .collect::<Result<_>>()?;
     let measured = Measured {
         compile,
         instantiate,
         timings,
         containers,
         memory,
+        calls,
     };
     print_report(options, &policies, &cases, &measured);
     let report = json_report(options, &policies, &cases, &measured);
@@ -583,6 +631,7 @@ fn print_report(options: &Options, policies: &[Policy], cases: &[Case], measured
         options.rounds
     );
     print_timings(policies, cases, &measured.timings);
+    print_targets(policies, cases, &measured.timings);
     println!();
     print_sizes(policies, cases, measured);
     print_containers(&measured.containers);
@@ -659,6 +708,14 @@ fn print_sizes(policies: &[Policy], cases: &[Case], measured: &Measured) {
         }
         println!("{line}");
     }
+    for (ci, case) in cases.iter().enumerate() {
+        let mut line = format!("{:<50}", format!("host calls per request ({})", case.id));
+        for row in &measured.calls {
+            let calls = row.get(ci).copied().unwrap_or_default();
+            line.push_str(&format!(" | {calls:>20.2}"));
+        }
+        println!("{line}");
+    }
 }
 
 /// Warm time per request and per container for each container count.
@@ -692,12 +749,59 @@ struct Measured {
     containers: Vec<Vec<f64>>,
     /// Peak linear memory per case, bytes.
     memory: Vec<Vec<usize>>,
+    /// Host calls per request of each case.
+    calls: Vec<Vec<f64>>,
 }
 
 /// Cost of one more container between 10 and 100, and between 100 and 1000.
 fn marginal(per_n: &[f64]) -> (f64, f64) {
     let t = |i: usize| per_n.get(i).copied().unwrap_or(f64::NAN);
     ((t(2) - t(1)) / 90.0, (t(3) - t(2)) / 900.0)
+}
+
+/// The performance targets: os-placement's ratio to the floor at most 1.3x
+/// fresh and 1.5x warm (for (a) and (b)), and below every peer's.
+fn print_targets(policies: &[Policy], cases: &[Case], timings: &[Vec<[Stats; 2]>]) {
+    const OURS: usize = 1;
+    let peers: Vec<usize> = policies
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| {
+            !matches!(
+                p.name.as_str(),
+                "floor" | "os-placement" | "no host call" | "baseline"
+            )
+        })
+        .map(|(i, _)| i)
+        .collect();
+    println!("\ntargets: ratio to the floor (fresh <= 1.30x; warm (a), (b) <= 1.50x), ahead of every peer");
+    for (ci, case) in cases.iter().enumerate() {
+        for (mi, mode) in [Mode::Warm, Mode::Fresh].iter().enumerate() {
+            let ratio = |p: usize| -> Option<f64> {
+                let median = |p: usize| timings.get(p)?.get(ci)?.get(mi).map(|s| s.median);
+                Some(median(p)? / median(0)?)
+            };
+            let Some(ours) = ratio(OURS) else { continue };
+            let limit = match (mode, case.id.as_str()) {
+                (Mode::Fresh, _) => Some(1.3),
+                (Mode::Warm, "a" | "b") => Some(1.5),
+                (Mode::Warm, _) => None,
+            };
+            let mut line = format!("({}) {:<5} {ours:>5.2}x", case.id, mode.name());
+            if let Some(limit) = limit {
+                let met = if ours <= limit { "met" } else { "NOT met" };
+                line.push_str(&format!(" (<= {limit:.2}x: {met})"));
+            }
+            for &peer in &peers {
+                let (Some(theirs), Some(p)) = (ratio(peer), policies.get(peer)) else {
+                    continue;
+                };
+                let ahead = if ours < theirs { "ahead of" } else { "BEHIND" };
+                line.push_str(&format!("; {ahead} {} {theirs:.2}x", p.name));
+            }
+            println!("{line}");
+        }
+    }
 }
 
 fn json_report(
@@ -712,6 +816,7 @@ fn json_report(
         timings,
         containers,
         memory,
+        calls,
     } = measured;
     let mut rows = Vec::new();
     for (pi, policy) in policies.iter().enumerate() {
@@ -740,7 +845,8 @@ fn json_report(
         .zip(instantiate)
         .zip(memory)
         .zip(containers)
-        .map(|((((p, ms), ready), mem), per_n)| {
+        .zip(calls)
+        .map(|(((((p, ms), ready), mem), per_n), calls)| {
             let (m10, m100) = marginal(per_n);
             json!({
                 "policy": p.name, "size_bytes": p.module.size(), "compile_ms": ms,
@@ -748,6 +854,7 @@ fn json_report(
                 "peak_memory_bytes": cases.iter().zip(mem).map(|(c, b)| (c.id.clone(), json!(b))).collect::<serde_json::Map<_, _>>(),
                 "containers_warm_us": CONTAINER_COUNTS.iter().zip(per_n).map(|(n, t)| (n.to_string(), json!(t))).collect::<serde_json::Map<_, _>>(),
                 "marginal_us_per_container": {"10-100": m10, "100-1000": m100},
+                "host_calls_per_request": cases.iter().zip(calls).map(|(c, n)| (c.id.clone(), json!(n))).collect::<serde_json::Map<_, _>>(),
             })
         })
         .collect();

@@ -101,40 +101,48 @@ pub(crate) fn planned(ops: Vec<AddOp>, warnings: Vec<Diagnostic>) -> Decision {
     }
 }
 
-/// Applies a [`planned`] decision's operations to a copy of the object.
-pub(crate) fn materialize(object: &Value, mut decision: Decision) -> Decision {
+/// Keeps a [`planned`] decision's operations for the caller to apply
+/// ([`Decision::apply_to`]) once, to the one object it owns.
+pub(crate) fn materialize(mut decision: Decision) -> Decision {
     if !decision.accepted || decision.patch.is_empty() {
         return decision;
     }
     let signals = std::mem::take(&mut decision.signals);
     Decision {
         signals,
-        ..finish(object, decision.patch, decision.warnings)
+        ..finish(decision.patch, decision.warnings)
     }
 }
 
-pub(crate) fn finish(object: &Value, ops: Vec<AddOp>, warnings: Vec<Diagnostic>) -> Decision {
+/// Accepted with `ops`, not yet applied; accepted unchanged without any.
+pub(crate) fn finish(ops: Vec<AddOp>, warnings: Vec<Diagnostic>) -> Decision {
     if ops.is_empty() {
         return Decision::accept(warnings);
     }
-    let mut mutated = object.clone();
-    if let Err(e) = apply(&mut mutated, &ops) {
-        return Decision::reject(
-            vec![Diagnostic::new(
-                Code::MalformedObject,
-                e.path,
-                "cannot be added to the object",
-                "report this object to the policy maintainers",
-            )],
-            warnings,
-        );
-    }
-    Decision {
-        accepted: true,
-        violations: Vec::new(),
-        warnings,
-        patch: ops,
-        mutated_object: Some(mutated),
-        signals: Vec::new(),
+    planned(ops, warnings)
+}
+
+impl Decision {
+    /// The decision with its patch applied to `object` (the reviewed
+    /// object, owned so it is patched in place rather than copied):
+    /// [`Decision::mutated_object`] is set when there is a patch. An
+    /// operation the object cannot take rejects it.
+    pub fn apply_to(mut self, mut object: Value) -> Decision {
+        if !self.accepted || self.patch.is_empty() || self.mutated_object.is_some() {
+            return self;
+        }
+        if let Err(e) = apply(&mut object, &self.patch) {
+            return Decision::reject(
+                vec![Diagnostic::new(
+                    Code::MalformedObject,
+                    e.path,
+                    "cannot be added to the object",
+                    "report this object to the policy maintainers",
+                )],
+                std::mem::take(&mut self.warnings),
+            );
+        }
+        self.mutated_object = Some(object);
+        self
     }
 }

@@ -58,8 +58,21 @@ impl<'a> Admission<'a> {
         &self.needs
     }
 
-    /// The decision, with the facts gathered for [`Admission::needs`].
+    /// The decision, with the facts gathered for [`Admission::needs`]; the
+    /// patched object is a copy of the request's.
     pub fn decide(self, facts: &Facts) -> Decision {
+        let object = self.review.as_ref().ok().map(|r| r.object);
+        let decision = self.decide_unapplied(facts);
+        match object {
+            Some(object) => applied_to_copy(decision, object),
+            None => decision,
+        }
+    }
+
+    /// As [`Admission::decide`], the patch not applied: the caller that owns
+    /// the request applies it to the object with [`Decision::apply_to`],
+    /// so the object is not copied.
+    pub fn decide_unapplied(self, facts: &Facts) -> Decision {
         match self.review {
             Ok(review) => evaluate_read(&review, self.settings, facts, self.read, self.signals),
             Err(problem) => Decision::reject(vec![problem], Vec::new()),
@@ -94,7 +107,20 @@ pub fn evaluate(review: &Review<'_>, settings: &Settings) -> Decision {
 /// settings (the settings' own entries win); image platforms and the node
 /// inventory refine the placement. Empty facts change nothing.
 pub fn evaluate_with_facts(review: &Review<'_>, settings: &Settings, facts: &Facts) -> Decision {
-    evaluate_read(review, settings, facts, None, true)
+    applied_to_copy(
+        evaluate_read(review, settings, facts, None, true),
+        review.object,
+    )
+}
+
+/// The decision with its patch applied to a copy of `object`, copied only
+/// when there is a patch.
+fn applied_to_copy(decision: Decision, object: &Value) -> Decision {
+    if decision.accepted && !decision.patch.is_empty() {
+        decision.apply_to(object.clone())
+    } else {
+        decision
+    }
 }
 
 fn evaluate_read<'a>(
@@ -181,10 +207,7 @@ fn evaluate_in<'a>(
     }
     if !settings.mutate || kind == Kind::Pod {
         // A Pod is never patched again after CREATE: nothing to own.
-        return materialize(
-            review.object,
-            decide(review.object, kind, settings, facts, read, signals),
-        );
+        return materialize(decide(review.object, kind, settings, facts, read, signals));
     }
     let selector = spec.1.field("nodeSelector").pointer().to_string();
     decide_owning(review, kind, &selector, settings, facts, read, signals)

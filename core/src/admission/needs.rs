@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use crate::input::facts::{Facts, ImageSource, Needs};
 use crate::input::pod::PodView;
-use crate::input::review::{locate_pod_spec, Operation, Origin, Review};
+use crate::input::review::{controller_of, locate_pod_spec, Operation, Origin, Review};
 use crate::input::settings::{ImageFactsSource, ImageLookup, Settings};
 use crate::scheduling::requirement::NODE_NAME_FIELD;
 use crate::signals::architecture::Architectures;
@@ -62,7 +62,9 @@ pub(crate) fn needs_reading<'a>(
         }
     }
     needs.node_labels = settings.node_inventory.explicit() || settings.taints_from_nodes();
-    needs.nodes = settings.node_inventory.reads_nodes() || needs.node_labels;
+    needs.nodes = (settings.node_inventory.reads_nodes()
+        && warning_reaches_someone(review, kind, settings))
+        || needs.node_labels;
     if needs.node_labels && settings.node_inventory.explicit() {
         needs.node_names = selected_names(&pod);
     }
@@ -76,6 +78,20 @@ pub(crate) fn needs_reading<'a>(
     needs.image_source = image_source(settings);
     needs.facts_namespace = settings.image_facts_namespace.clone();
     (needs, Some(ReadPod { pod, resolution }))
+}
+
+/// Whether reading the nodes can matter. Under `nodeInventory: auto`
+/// (without `pinArchitecture`, whose pin depends on the nodes' architectures)
+/// the node facts only add a warning. The warning on a Pod a controller
+/// creates goes back to that controller, where nobody reads it; the
+/// workload's template got the same warning when it was created or
+/// changed. Such a Pod reads no node facts.
+fn warning_reaches_someone(review: &Review<'_>, kind: Kind, settings: &Settings) -> bool {
+    settings.node_inventory.explicit()
+        || settings.pin_architecture
+        || kind != Kind::Pod
+        || review.origin == Origin::Audit
+        || controller_of(review.object).is_none()
 }
 
 pub(crate) fn images_to_look_up(

@@ -63,6 +63,6 @@ fn adopt(
     let signals = std::mem::take(&mut decision.signals);
     Decision {
         signals,
-        ..finish(object, ops, decision.warnings)
+        ..finish(ops, decision.warnings)
     }
 }
