@@ -471,8 +471,8 @@ fn needs_names_undeclared_runtime_classes_and_the_inventory() {
 /// a Pod a controller creates reaches nobody: such a Pod reads none.
 #[test]
 fn a_controllers_pod_reads_no_node_facts_under_auto() {
-    let mut object = pod(json!({"containers": [{"name": "c", "image": WIN2022}],
-        "nodeSelector": {"kubernetes.io/os": "windows", "node.kubernetes.io/windows-build": "10.0.20348"}}));
+    // The policy places it (its image says Windows 2022): not its author.
+    let mut object = pod(json!({"containers": [{"name": "c", "image": WIN2022}]}));
     object["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet",
         "name": "iis-5c9d", "uid": "u", "controller": true}]);
     assert!(needs_of(&object, &eks()).is_empty());
@@ -485,6 +485,43 @@ fn a_controllers_pod_reads_no_node_facts_under_auto() {
     let workload = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": object["metadata"],
         "spec": {"template": {"spec": object["spec"]}}});
     assert!(needs_of(&workload, &eks()).nodes);
+}
+
+/// Under `nodeInventory: auto`, a Pod whose own selection fixes its OS and
+/// (Windows) build can only land where its author chose: no node facts.
+#[test]
+fn a_pod_placed_by_its_author_reads_no_node_facts_under_auto() {
+    let with = |spec: Value| needs_of(&pod(spec), &eks());
+    let windows_2022 =
+        json!({"kubernetes.io/os": "windows", "node.kubernetes.io/windows-build": "10.0.20348"});
+    assert!(with(
+        json!({"nodeSelector": windows_2022, "containers": [{"name": "c", "image": WIN2022}]})
+    )
+    .is_empty());
+    assert!(with(json!({"nodeSelector": {"kubernetes.io/os": "linux"},
+        "containers": [{"name": "c", "image": "nginx:1.27"}]}))
+    .is_empty());
+    let affinity = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]}]}]}}});
+    assert!(with(
+        json!({"affinity": affinity, "containers": [{"name": "c", "image": "nginx:1.27"}]})
+    )
+    .is_empty());
+    // Negative: the OS or the build left open, so the policy places it.
+    assert!(with(json!({"containers": [{"name": "c", "image": WIN2022}]})).nodes);
+    assert!(
+        with(json!({"nodeSelector": {"kubernetes.io/os": "windows"},
+        "containers": [{"name": "c", "image": WIN2022}]}))
+        .nodes
+    );
+    // Negative: the full check reads them all the same.
+    let full = needs_of(
+        &pod(
+            json!({"nodeSelector": windows_2022, "containers": [{"name": "c", "image": WIN2022}]}),
+        ),
+        &eks_with(json!({"nodeInventory": "warn"})),
+    );
+    assert!(full.nodes);
 }
 
 /// The full check (nodeInventory warn or reject) looks up the nodes a pod

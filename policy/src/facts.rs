@@ -7,7 +7,7 @@
 //!
 //! | namespace / operation | when | payload | answer read |
 //! |---|---|---|---|
-//! | `kubernetes` / `list_resources_by_namespace` | once per request that needs published facts: the node inventory (`nodeInventory`, `windowsTaint: fromNodes`; under `auto`, not for a Pod its controller creates), a RuntimeClass the settings do not declare, or images with `imageFacts: cluster` (default; which images: `imageLookup`, below). A second call only when the images and node names it looks up fall in different shards | `{"api_version":"v1","kind":"ConfigMap","namespace":N,"label_selector":S,"field_selector":null,"field_masks":["metadata.name","metadata.labels","data.index"]}`; N is `imageFactsNamespace`; S is `os-placement.kubewarden.io/facts=cluster`, or `os-placement.kubewarden.io/facts in (cluster,shard-K)` for the shard K of the images and node names (`os_placement_core::published`) | the cluster ConfigMap (node classes, RuntimeClasses) and shard K's: a few kilobytes whatever the cluster's size. policy-server serves each selector from one reflector, at most 129 |
+//! | `kubernetes` / `list_resources_by_namespace` | once per request that needs published facts: the node inventory (`nodeInventory`, `windowsTaint: fromNodes`; under `auto`, not for a Pod its controller creates or whose own selectors fix its OS and build), a RuntimeClass the settings do not declare, or images with `imageFacts: cluster` (default; which images: `imageLookup`, below). A second call only when the images and node names it looks up fall in different shards | `{"api_version":"v1","kind":"ConfigMap","namespace":N,"label_selector":S,"field_selector":null,"field_masks":["metadata.name","metadata.labels","data.index"]}`; N is `imageFactsNamespace`; S is `os-placement.kubewarden.io/facts=cluster`, or `os-placement.kubewarden.io/facts in (cluster,shard-K)` for the shard K of the images and node names (`os_placement_core::published`) | the cluster ConfigMap (node classes, RuntimeClasses) and shard K's: a few kilobytes whatever the cluster's size. policy-server serves each selector from one reflector, at most 129 |
 //! | `oci` / `v1/oci_manifest` | `imageFacts: registry`: per distinct image reference of the pod (containers, init, ephemeral), `imageLookup: undecided` (default): only references the name rules leave undecided, and only while the pod's OS or (with `pinWindowsBuild`) its Windows build is still open; `always`: every image; `off`: never | the reference as a JSON string, e.g. `"registry.corp/app/billing:4.2"` | an image index (`manifests[].platform.{os, os.version, architecture}`; OCI or Docker manifest list) or an image manifest (has `config`, no `manifests`) |
 //! | `oci` / `v1/oci_manifest_config` | only after `v1/oci_manifest` answered an image manifest | the same JSON string | `{"manifest", "digest", "config"}`: `config.os`, `config["os.version"]`, `config.architecture` |
 //! | `kubernetes` / `get_resource` | once per `spec.runtimeClassName` not declared in settings `runtimeClasses` and not in the published facts (none published, or created since) | `{"api_version":"node.k8s.io/v1","kind":"RuntimeClass","name":N,"namespace":null,"disable_cache":false,"field_masks":null}` | the RuntimeClass: `handler`, `scheduling.nodeSelector`, `scheduling.tolerations`. An error whose text contains `not found` (any case), `NotFound`, or policy-server's `Cannot find <apiVersion>/<Kind> named '<name>'` means the class does not exist |
@@ -862,7 +862,8 @@ mod tests {
 
     /// `nodeInventory: auto` on a Pod its controller creates: the node
     /// facts could only add a warning the controller would get, so no call;
-    /// a Pod someone creates, the full check or `pinArchitecture` reads them.
+    /// a Pod someone creates (which the policy places: its image says
+    /// Windows), the full check or `pinArchitecture` reads them.
     #[test]
     fn no_node_facts_for_a_controllers_pod_under_auto() {
         let host = Fake::default();
@@ -870,8 +871,8 @@ mod tests {
             json!({"operation": "CREATE", "kind": {"kind": "Pod"},
             "resource": {"resource": "pods"}, "userInfo": {"username": "system:serviceaccount:kube-system:replicaset-controller"},
             "object": {"kind": "Pod", "metadata": {"name": "web-1", "ownerReferences": owners},
-                "spec": {"nodeSelector": {"kubernetes.io/os": "linux"},
-                    "containers": [{"name": "c", "image": "nginx:1.27"}]}}})
+                "spec": {"containers": [{"name": "c",
+                    "image": "mcr.microsoft.com/windows/servercore/iis:windowsservercore-ltsc2022"}]}}})
         };
         let owned = json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "u", "controller": true}]);
         let not_controller =

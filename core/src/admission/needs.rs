@@ -61,9 +61,10 @@ pub(crate) fn needs_reading<'a>(
             needs.runtime_classes.push(name.to_string());
         }
     }
+    let (images, resolution) = images_to_look_up(&pod, settings);
     needs.node_labels = settings.node_inventory.explicit() || settings.taints_from_nodes();
     needs.nodes = (settings.node_inventory.reads_nodes()
-        && warning_reaches_someone(review, kind, settings))
+        && auto_check_matters(review, kind, settings, resolution.as_ref()))
         || needs.node_labels;
     if needs.node_labels && settings.node_inventory.explicit() {
         needs.node_names = selected_names(&pod);
@@ -73,25 +74,52 @@ pub(crate) fn needs_reading<'a>(
         needs.nodes = true;
         needs.node_names = vec![node.to_string()];
     }
-    let (images, resolution) = images_to_look_up(&pod, settings);
     needs.images = images;
     needs.image_source = image_source(settings);
     needs.facts_namespace = settings.image_facts_namespace.clone();
     (needs, Some(ReadPod { pod, resolution }))
 }
 
-/// Whether reading the nodes can matter. Under `nodeInventory: auto`
-/// (without `pinArchitecture`, whose pin depends on the nodes' architectures)
-/// the node facts only add a warning. The warning on a Pod a controller
-/// creates goes back to that controller, where nobody reads it; the
-/// workload's template got the same warning when it was created or
-/// changed. Such a Pod reads no node facts.
-fn warning_reaches_someone(review: &Review<'_>, kind: Kind, settings: &Settings) -> bool {
-    settings.node_inventory.explicit()
+/// Whether the node check can tell anyone anything. The full check and
+/// `pinArchitecture` (whose pin depends on the nodes' architectures) always
+/// read the nodes; `nodeInventory: auto` only warns, and reads none for a
+/// Pod
+/// - that a controller creates: the warning would go back to the
+///   controller, where nobody reads it, and the workload's template was
+///   checked against the same nodes;
+/// - whose own selection (nodeSelector, affinity, RuntimeClass) fixes its
+///   OS and, for Windows, its build: it can only land on the nodes its
+///   author chose, and the scheduler's events say why it waits.
+fn auto_check_matters(
+    review: &Review<'_>,
+    kind: Kind,
+    settings: &Settings,
+    resolution: Option<&Resolution>,
+) -> bool {
+    if settings.node_inventory.explicit()
         || settings.pin_architecture
         || kind != Kind::Pod
         || review.origin == Origin::Audit
-        || controller_of(review.object).is_none()
+    {
+        return true;
+    }
+    controller_of(review.object).is_none() && !resolution.is_some_and(selection_fixed)
+}
+
+/// Whether the pod's own node selection fixes its OS and, for Windows, its
+/// build (or the pod is rejected whatever the nodes are).
+fn selection_fixed(resolution: &Resolution) -> bool {
+    if !resolution.conflicts.is_empty() {
+        return true;
+    }
+    let node = resolution.node_placement();
+    match node.os() {
+        Some(crate::vocab::constraint::Os::Linux) => true,
+        Some(crate::vocab::constraint::Os::Windows) => {
+            node.windows.as_ref().is_some_and(|b| b.single().is_some())
+        }
+        None => false,
+    }
 }
 
 pub(crate) fn images_to_look_up(

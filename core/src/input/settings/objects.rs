@@ -55,7 +55,7 @@ settings_object! {
         lookup_failure: LookupFailure = LookupFailure::Warn => "lookupFailure";
         /// With imageFacts: cluster, refuse a Pod created by a ReplicaSet, Job, DaemonSet, StatefulSet or ReplicationController whose placement depends on an image the facts syncer, reporting, has not published yet: its controller creates it again within seconds, and it is then placed by the image's platforms. Never while the syncer does not report.
         wait_for_image_facts: bool = true => "waitForImageFacts";
-        /// Check pods against the cluster's nodes, as the facts syncer publishes them: auto warns about a pod no node runs (its OS, build or architecture) and says nothing when no node facts are published (a Pod its controller creates is not checked, since its workload was); warn and reject also check selectors and taints after the patch, use the nodes' builds for placement, and warn when no node facts are published; off reads nothing.
+        /// Check pods against the cluster's nodes, as the facts syncer publishes them: auto warns about a pod no node runs (its OS, build or architecture) and says nothing when no node facts are published (not for a Pod its controller creates, or whose own selectors fix its OS and build); warn and reject also check selectors and taints after the patch, use the nodes' builds for placement, and warn when no node facts are published; off reads nothing.
         node_inventory: NodeInventory = NodeInventory::Auto => "nodeInventory";
         /// The builds (10.0.N) the Windows nodes run, for build placement when no node facts are read.
         windows_builds: Vec<WindowsBuild> = Vec::new() => "windowsBuilds";
