@@ -17,6 +17,7 @@ use crate::vocab::labels::{
     is_placement_label, nodes_with, selector_placement, why_no_node_carries, BETA_OS_LABEL,
     OS_LABEL,
 };
+use crate::vocab::text::quoted;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 /// Which kind of field a signal comes from.
@@ -246,7 +247,7 @@ impl Found {
                 self.push(Signal::new(
                     Source::PodOs,
                     path,
-                    format!("{name:?}"),
+                    quoted(name),
                     os.placement(),
                 ));
             }
@@ -278,7 +279,7 @@ impl Found {
                 Source::NodeSelector
             };
             let reason = why_no_node_carries(key, value);
-            self.push(Signal::new(source, path, format!("{value:?}"), placement).because(reason));
+            self.push(Signal::new(source, path, quoted(value), placement).because(reason));
         }
     }
 
@@ -335,13 +336,8 @@ impl Found {
         let path = pod.path.field_text("runtimeClassName");
         let reason = format!("RuntimeClass selects {}", selects.join(", "));
         self.push(
-            Signal::new(
-                Source::RuntimeClass,
-                path,
-                format!("{:?}", rc.name),
-                placement,
-            )
-            .because(Some(reason)),
+            Signal::new(Source::RuntimeClass, path, quoted(&rc.name), placement)
+                .because(Some(reason)),
         );
     }
 
@@ -548,14 +544,9 @@ impl Found {
         reason: String,
     ) {
         self.push(
-            Signal::new(
-                Source::Image,
-                path.to_string(),
-                format!("{image:?}"),
-                placement,
-            )
-            .because(Some(reason))
-            .of_container(Some(index)),
+            Signal::new(Source::Image, path.to_string(), quoted(image), placement)
+                .because(Some(reason))
+                .of_container(Some(index)),
         );
     }
 }

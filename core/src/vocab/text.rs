@@ -27,3 +27,47 @@ pub fn short(error: &str) -> String {
     }
     text
 }
+
+/// `value` in double quotes, as `{:?}` writes it: printable ASCII without
+/// quotes or backslashes is copied as it is (every signal's value is
+/// quoted, so this is on every request's path); anything else is escaped
+/// by the formatter.
+pub fn quoted(value: &str) -> String {
+    let plain = value
+        .bytes()
+        .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\');
+    if !plain {
+        return format!("{value:?}");
+    }
+    let mut out = String::with_capacity(value.len() + 2);
+    out.push('"');
+    out.push_str(value);
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoted_writes_what_debug_writes() {
+        for value in [
+            "windows",
+            "10.0.20348",
+            "mcr.microsoft.com/windows/servercore:ltsc2022",
+            "",
+            "a\"b",
+            "back\\slash",
+            "tab\there",
+            "new\nline",
+            "é",
+            "日本",
+            "\u{7f}",
+            "\u{200b}",
+            " spaced ",
+        ] {
+            assert_eq!(quoted(value), format!("{value:?}"), "{value}");
+        }
+    }
+}
