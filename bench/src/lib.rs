@@ -3,7 +3,7 @@
 //! and `bench/server.sh` the same policies through the real policy-server.
 #![deny(missing_docs)]
 
-pub mod empty_cluster;
+pub mod measured_host;
 pub mod nodepools;
 pub mod stats;
 pub mod stderr;

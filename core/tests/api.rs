@@ -107,6 +107,7 @@ fn every_kind_names_its_api_group() {
 fn a_patch_applied_to_the_owned_object_equals_the_copied_one() {
     use os_placement_core::{Admission, Facts};
     let settings = eks();
+    let mut patched = 0;
     for object in [
         windows_deployment(),
         json!({"apiVersion": "v1", "kind": "Pod",
@@ -118,12 +119,16 @@ fn a_patch_applied_to_the_owned_object_equals_the_copied_one() {
         let unapplied = Admission::new(&request, &settings).decide_unapplied(&Facts::default());
         assert_eq!(unapplied.mutated_object, None);
         assert_eq!(unapplied.patch, copied.patch);
+        assert_eq!(unapplied.patch_pending(), copied.mutated_object.is_some());
         let owned = request
             .get_mut("object")
             .map(Value::take)
             .unwrap_or_default();
         assert_eq!(unapplied.apply_to(owned), copied);
+        patched += usize::from(copied.mutated_object.is_some());
     }
+    // Both ways are exercised: the Deployment is patched, the Pod is not.
+    assert_eq!(patched, 1);
 }
 
 #[test]

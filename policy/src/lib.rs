@@ -140,7 +140,8 @@ fn decide(
     };
     let mut decision = admission.decide_unapplied(&facts);
     discard(facts);
-    if decision.accepted && !decision.patch.is_empty() {
+    // Only then: the object left in the request is discarded unwalked.
+    if decision.patch_pending() {
         let object = request.get_mut("object").map(serde_json::Value::take);
         decision = decision.apply_to(object.unwrap_or_default());
     }

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use os_placement_bench::empty_cluster::EmptyCluster;
+use os_placement_bench::measured_host::MeasuredHost;
 use os_placement_bench::stats::{stats, Stats};
 use os_placement_bench::stderr::StderrTo;
 use os_placement_bench::{Error, Result};
@@ -87,7 +87,7 @@ struct Policy {
     module: PolicyModule,
     warm: PolicyHost,
     settings: Value,
-    host: Option<Arc<EmptyCluster>>,
+    host: Option<Arc<MeasuredHost>>,
 }
 
 impl Policy {
@@ -101,7 +101,7 @@ impl Policy {
         name: &str,
         path: &Path,
         settings: Value,
-        host: Option<Arc<EmptyCluster>>,
+        host: Option<Arc<MeasuredHost>>,
     ) -> Result<Self> {
         let mut module = PolicyModule::compile(path)?;
         if let Some(host) = &host {
@@ -122,11 +122,11 @@ impl Policy {
         let Some(host) = &self.host else {
             return Ok(0.0);
         };
-        host.take_calls();
+        host.take();
         for request in &case.requests {
             self.warm.validate(request, &self.settings)?;
         }
-        Ok(host.take_calls() as f64 / case.requests.len().max(1) as f64)
+        Ok(host.take().calls as f64 / case.requests.len().max(1) as f64)
     }
 
     fn payload(&self, request: &Value) -> Result<Vec<u8>> {
@@ -460,8 +460,8 @@ fn write_reviews(dir: &Path, cases: &[Case]) -> Result<()> {
 
 /// The host os-placement's calls reach: an empty cluster, one per policy so
 /// their call counts stay apart.
-fn host() -> Option<Arc<EmptyCluster>> {
-    Some(Arc::new(EmptyCluster::default()))
+fn host() -> Option<Arc<MeasuredHost>> {
+    Some(Arc::new(MeasuredHost::empty_cluster()))
 }
 
 fn load_policies(options: &Options) -> Result<(Vec<Policy>, Vec<PathBuf>)> {

@@ -21,15 +21,15 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Instant;
 
+use os_placement_bench::measured_host::MeasuredHost;
 use os_placement_bench::stats::{stats, Stats};
 use os_placement_bench::{Error, Result};
 use os_placement_door::HostFacts;
-use os_placement_e2e::capabilities::{Cluster, ContextHost};
-use os_placement_e2e::host::HostCalls;
-use os_placement_e2e::{admission_request, read_yaml, repo_root, wasm_path, HostCallError};
+use os_placement_e2e::capabilities::Cluster;
+use os_placement_e2e::{admission_request, read_yaml, repo_root, wasm_path};
 use os_placement_e2e::{PolicyHost, PolicyModule};
 use serde_json::{json, Value};
 
@@ -183,41 +183,6 @@ fn scale_published(
     })
 }
 
-/// A host that answers from a cluster and keeps how long its answers took
-/// to build and how big they were.
-struct Timed {
-    inner: ContextHost,
-    spent: Mutex<(Duration, usize)>,
-}
-
-impl Timed {
-    fn take(&self) -> (Duration, usize) {
-        self.inner.take_calls();
-        self.spent
-            .lock()
-            .map(|mut s| std::mem::take(&mut *s))
-            .unwrap_or_default()
-    }
-}
-
-impl HostCalls for Timed {
-    fn call(
-        &self,
-        binding: &str,
-        namespace: &str,
-        operation: &str,
-        payload: &[u8],
-    ) -> std::result::Result<Vec<u8>, HostCallError> {
-        let started = Instant::now();
-        let answer = self.inner.call(binding, namespace, operation, payload);
-        if let Ok(mut spent) = self.spent.lock() {
-            spent.0 += started.elapsed();
-            spent.1 += answer.as_ref().map_or(0, Vec::len);
-        }
-        answer
-    }
-}
-
 const WINDOWS: &str = "Windows Pod (ltsc2022 IIS)";
 const WINDOWS_OFF: &str = "Windows Pod, no host call";
 const PRIVATE: &str = "private-image Pod";
@@ -274,17 +239,22 @@ struct Figures {
     accepted: bool,
 }
 
-fn time_case(instance: &PolicyHost, host: &Timed, case: &Case, rounds: usize) -> Result<Figures> {
+fn time_case(
+    instance: &PolicyHost,
+    host: &MeasuredHost,
+    case: &Case,
+    rounds: usize,
+) -> Result<Figures> {
     let payload = serde_json::to_vec(&json!({"request": case.request, "settings": case.settings}))
         .map_err(|e| Error::Unexpected(e.to_string()))?;
     let evaluation = instance.validate(&case.request, &case.settings)?;
-    let (_, answer_bytes) = host.take();
+    let answer_bytes = host.take().bytes;
     let (mut totals, mut hosts, mut policies) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..rounds {
         let started = Instant::now();
         let _ = std::hint::black_box(instance.call("validate", &payload));
         let total = started.elapsed();
-        let (spent, _) = host.take();
+        let spent = host.take().time;
         totals.push(total);
         hosts.push(spent);
         policies.push(total.saturating_sub(spent));
@@ -300,7 +270,7 @@ fn time_case(instance: &PolicyHost, host: &Timed, case: &Case, rounds: usize) ->
 
 /// Peak linear memory of one evaluation on a fresh instance whose host
 /// answers from the cluster, in KiB: the smallest cap that lets it answer.
-fn peak_memory(module: &PolicyModule, host: Arc<Timed>, case: &Case) -> Result<usize> {
+fn peak_memory(module: &PolicyModule, host: Arc<MeasuredHost>, case: &Case) -> Result<usize> {
     const PAGE: usize = 64 * 1024;
     let (mut low, mut high) = (1usize, 65_536usize);
     while low < high {
@@ -370,10 +340,7 @@ fn time_size(
         started.elapsed(),
         scale.published_bytes
     );
-    let host = Arc::new(Timed {
-        inner: ContextHost::new().with_cluster(scale.cluster.clone()),
-        spent: Mutex::new((Duration::ZERO, 0)),
-    });
+    let host = Arc::new(MeasuredHost::new(scale.cluster.clone()));
     let mut rows = Vec::new();
     for (name, module) in modules {
         let instance = module.instantiate_with(host.clone())?;
@@ -456,10 +423,7 @@ fn time_module(
     axis: &Axis,
     rows: &mut Vec<Value>,
 ) -> Result<()> {
-    let host = Arc::new(Timed {
-        inner: ContextHost::new().with_cluster(scale.cluster.clone()),
-        spent: Mutex::new((Duration::ZERO, 0)),
-    });
+    let host = Arc::new(MeasuredHost::new(scale.cluster.clone()));
     for (name, module) in modules.iter().filter(|(name, _)| *name == "os-placement") {
         let instance = module.instantiate_with(host.clone())?;
         for case in cases.iter().filter(|c| !c.name.contains("no host call")) {

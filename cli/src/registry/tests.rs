@@ -160,19 +160,13 @@ fn credentials_stay_with_their_registry_across_redirects() {
     })
     .unwrap();
     let host = registry.host();
-    let owner = host.clone();
     let flags = [
         "--insecure-registry",
         &host,
         "--insecure-registry",
         &blobs.host(),
     ];
-    let resolver = resolver(&flags).with_credentials(move |r| {
-        (r == owner).then(|| Credentials {
-            user: "user".into(),
-            password: "secret".into(),
-        })
-    });
+    let resolver = resolver(&flags).with_credentials(credentials_for(&host));
     let facts = resolve(&resolver, &format!("{host}/corp/app:1"));
     assert!(
         matches!(&facts, ImageFacts::Platforms(p) if p[0].architecture.as_deref() == Some("arm64")),
@@ -183,6 +177,17 @@ fn credentials_stay_with_their_registry_across_redirects() {
     assert!(registry.seen().iter().any(basic));
     assert_eq!(blobs.seen().len(), 1);
     assert_eq!(blobs.seen()[0].header("authorization"), None);
+}
+
+/// `user`/`secret` for the registry `owner`, none for any other.
+fn credentials_for(owner: &str) -> impl Fn(&str) -> Option<Credentials> + Send + Sync + 'static {
+    let owner = owner.to_owned();
+    move |registry| {
+        (registry == owner).then(|| Credentials {
+            user: "user".into(),
+            password: "secret".into(),
+        })
+    }
 }
 
 /// A registry whose token service is `realm`, taking the token `t`.
@@ -208,7 +213,6 @@ fn a_token_service_gets_credentials_only_on_the_registry_host() {
         let realm = format!("http://{realm_host}:{}/token", tokens.port());
         let registry = bearer_registry(realm);
         let host = registry.host();
-        let owner = host.clone();
         let flags = [
             "--insecure-registry",
             &host,
@@ -217,12 +221,7 @@ fn a_token_service_gets_credentials_only_on_the_registry_host() {
             "--allow-registry",
             &tokens.host(),
         ];
-        let resolver = resolver(&flags).with_credentials(move |r| {
-            (r == owner).then(|| Credentials {
-                user: "user".into(),
-                password: "secret".into(),
-            })
-        });
+        let resolver = resolver(&flags).with_credentials(credentials_for(&host));
         let facts = resolve(&resolver, &format!("{host}/corp/app:1"));
         assert!(
             matches!(facts, ImageFacts::Platforms(_)),

@@ -92,8 +92,9 @@ fn warning_line(warning: &Diagnostic) -> String {
     }
 }
 
-/// Accepted with these operations, the object not yet patched: the caller
-/// either rebases them ([`adopt`]) or applies them ([`materialize`]).
+/// Accepted with these operations (unchanged without any), the object not
+/// yet patched: a workload's are rebased on its owned entries (`adopt`),
+/// and the caller applies them once ([`Decision::apply_to`]).
 pub(crate) fn planned(ops: Vec<AddOp>, warnings: Vec<Diagnostic>) -> Decision {
     Decision {
         patch: ops,
@@ -101,34 +102,19 @@ pub(crate) fn planned(ops: Vec<AddOp>, warnings: Vec<Diagnostic>) -> Decision {
     }
 }
 
-/// Keeps a [`planned`] decision's operations for the caller to apply
-/// ([`Decision::apply_to`]) once, to the one object it owns.
-pub(crate) fn materialize(mut decision: Decision) -> Decision {
-    if !decision.accepted || decision.patch.is_empty() {
-        return decision;
-    }
-    let signals = std::mem::take(&mut decision.signals);
-    Decision {
-        signals,
-        ..finish(decision.patch, decision.warnings)
-    }
-}
-
-/// Accepted with `ops`, not yet applied; accepted unchanged without any.
-pub(crate) fn finish(ops: Vec<AddOp>, warnings: Vec<Diagnostic>) -> Decision {
-    if ops.is_empty() {
-        return Decision::accept(warnings);
-    }
-    planned(ops, warnings)
-}
-
 impl Decision {
+    /// Whether the decision admits the object with a patch not yet applied
+    /// ([`Decision::apply_to`] would set [`Decision::mutated_object`]).
+    pub fn patch_pending(&self) -> bool {
+        self.accepted && !self.patch.is_empty() && self.mutated_object.is_none()
+    }
+
     /// The decision with its patch applied to `object` (the reviewed
     /// object, owned so it is patched in place rather than copied):
     /// [`Decision::mutated_object`] is set when there is a patch. An
     /// operation the object cannot take rejects it.
     pub fn apply_to(mut self, mut object: Value) -> Decision {
-        if !self.accepted || self.patch.is_empty() || self.mutated_object.is_some() {
+        if !self.patch_pending() {
             return self;
         }
         if let Err(e) = apply(&mut object, &self.patch) {

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use crate::admission::decide::decide;
-use crate::admission::decision::{materialize, Decision};
+use crate::admission::decision::Decision;
 use crate::admission::needs::{needs_reading, ReadPod};
 use crate::admission::owning::decide_owning;
 use crate::admission::pending::wait_for_facts;
@@ -116,7 +116,7 @@ pub fn evaluate_with_facts(review: &Review<'_>, settings: &Settings, facts: &Fac
 /// The decision with its patch applied to a copy of `object`, copied only
 /// when there is a patch.
 fn applied_to_copy(decision: Decision, object: &Value) -> Decision {
-    if decision.accepted && !decision.patch.is_empty() {
+    if decision.patch_pending() {
         decision.apply_to(object.clone())
     } else {
         decision
@@ -207,7 +207,7 @@ fn evaluate_in<'a>(
     }
     if !settings.mutate || kind == Kind::Pod {
         // A Pod is never patched again after CREATE: nothing to own.
-        return materialize(decide(review.object, kind, settings, facts, read, signals));
+        return decide(review.object, kind, settings, facts, read, signals);
     }
     let selector = spec.1.field("nodeSelector").pointer().to_string();
     decide_owning(review, kind, &selector, settings, facts, read, signals)

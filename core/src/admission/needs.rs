@@ -210,17 +210,7 @@ fn arch_open(pod: &PodView<'_>) -> bool {
 /// Whether the pod's own fields already fix the OS and, for Windows, the
 /// build (or need none): then no image answer can change the placement.
 fn placement_fixed(resolution: &Resolution, settings: &Settings) -> bool {
-    if !resolution.conflicts.is_empty() {
-        // Rejected whatever the images are.
-        return true;
-    }
-    let node = resolution.node_placement();
-    let pinned = node.windows.as_ref().is_some_and(|b| b.single().is_some());
-    match node.os() {
-        Some(crate::vocab::constraint::Os::Linux) => true,
-        Some(crate::vocab::constraint::Os::Windows) => {
-            pinned || resolution.host_process || !settings.pin_windows_build
-        }
-        None => false,
-    }
+    selection_fixed(resolution)
+        || (resolution.node_placement().os() == Some(crate::vocab::constraint::Os::Windows)
+            && (resolution.host_process || !settings.pin_windows_build))
 }

@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use crate::admission::decide::decide;
-use crate::admission::decision::{finish, Decision};
+use crate::admission::decision::{planned, Decision};
 use crate::admission::needs::ReadPod;
 use crate::input::facts::Facts;
 use crate::input::review::Review;
@@ -63,6 +63,6 @@ fn adopt(
     let signals = std::mem::take(&mut decision.signals);
     Decision {
         signals,
-        ..finish(ops, decision.warnings)
+        ..planned(ops, decision.warnings)
     }
 }
