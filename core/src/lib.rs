@@ -22,6 +22,7 @@ pub use admission::evaluate::{
     evaluate, evaluate_request, evaluate_request_with_facts, evaluate_with_facts, Admission,
 };
 pub use admission::needs::{needs, needs_request};
+pub use admission::reads::{Read, ReadNode};
 
 // What comes in.
 pub use input::facts::{

@@ -11,7 +11,7 @@ use serde_json::Value;
 use std::sync::Arc;
 
 use crate::capabilities::{objects_of, Cluster, ContextHost};
-use crate::host::{Evaluation, PolicyHost, PolicyModule};
+use crate::host::{Evaluation, HostCalls, NoCapabilities, PolicyHost, PolicyModule};
 use crate::request::admission_request;
 
 /// One case of `examples/cases.yaml`. Paths are relative to the repository root.
@@ -115,15 +115,21 @@ impl ResolvedCase {
     /// A fresh instance of `module` whose host answers from the case's
     /// cluster (with the facts syncer's ConfigMaps for it), or from nothing.
     pub fn host(&self, module: &PolicyModule) -> Result<PolicyHost> {
+        Ok(module.instantiate_with(self.host_calls())?)
+    }
+
+    /// What answers the host calls: the case's cluster (with the facts
+    /// syncer's ConfigMaps for it), or nothing.
+    pub fn host_calls(&self) -> Arc<dyn HostCalls> {
         let Some(objects) = &self.cluster else {
-            return Ok(module.instantiate()?);
+            return Arc::new(NoCapabilities);
         };
         let cluster = crate::published::synced(
             Cluster::from_objects(objects.clone()),
             &os_placement_core::SortedMap::new(),
             os_placement_core::DEFAULT_FACTS_NAMESPACE,
         );
-        Ok(module.instantiate_with(Arc::new(ContextHost::new().with_cluster(cluster)))?)
+        Arc::new(ContextHost::new().with_cluster(cluster))
     }
 
     /// The AdmissionRequest for this case.

@@ -30,7 +30,8 @@ pub use xtask::local::{external, http, policy_server, registry};
 pub use cases::{load_cases, read_yaml, run_case, Case, CaseOutcome, Expect, ResolvedCase};
 pub use error::{Error, HostCallError};
 pub use host::{
-    Evaluation, PolicyHost, PolicyModule, SettingsValidationResponse, ValidationResponse,
+    Evaluation, HostCalls, NoCapabilities, PolicyHost, PolicyModule, SettingsValidationResponse,
+    ValidationResponse,
 };
 pub use request::admission_request;
 pub use review::LoadedPolicy;

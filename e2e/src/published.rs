@@ -7,7 +7,9 @@
 //! against the Node list.
 
 use os_placement_core::{capacity, host_answers};
-use os_placement_core::{published, ImageFacts, ImageSource, Needs, SortedMap};
+use os_placement_core::{
+    published, Admission, Decision, ImageFacts, ImageSource, Needs, Settings, SortedMap,
+};
 use serde_json::Value;
 
 use crate::capabilities::{Cluster, ContextHost};
@@ -47,7 +49,7 @@ pub fn catalog(port: u16) -> Result<Vec<String>> {
 }
 
 /// The policy's host, answered by `host`.
-struct Through<'a>(&'a ContextHost);
+struct Through<'a>(&'a dyn HostCalls);
 
 impl os_placement_policy::facts::Host for Through<'_> {
     fn call(
@@ -60,6 +62,21 @@ impl os_placement_policy::facts::Host for Through<'_> {
             .call("kubewarden", namespace, operation, payload)
             .map_err(|e| os_placement_policy::facts::HostError(e.0))
     }
+}
+
+/// The core's decision on the whole `request` (every field parsed), with
+/// facts gathered by the policy's own code through `host`: what the module,
+/// which parses only the fields the rules read, must answer. `None` when
+/// the settings are invalid.
+pub fn whole_request_decision(
+    request: &Value,
+    settings: &Value,
+    host: &dyn HostCalls,
+) -> Option<Decision> {
+    let settings = Settings::from_value(settings).ok()?;
+    let admission = Admission::new(request, &settings).without_signals();
+    let facts = os_placement_policy::facts::gather(admission.needs(), &Through(host));
+    Some(admission.decide(&facts))
 }
 
 /// The facts of `images`, resolved through `host`'s registries.

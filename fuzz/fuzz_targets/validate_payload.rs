@@ -11,7 +11,7 @@ fuzz_target!(|data: &[u8]| {
             response.message.as_deref().is_some_and(|m| !m.is_empty()),
             "rejection without a message"
         );
-        assert!(response.mutated_object.is_none(), "rejection with a patch");
+        assert!(response.mutated_object().is_none(), "rejection with a patch");
     }
     for w in response.warnings.iter().flatten() {
         assert!(w.chars().count() <= 256, "warning over the API limit: {w}");

@@ -1,16 +1,18 @@
 //! Kubewarden adapter: waPC entry points over the rule core.
 
 use kubewarden_policy_sdk::metadata::ProtocolVersion;
-use kubewarden_policy_sdk::response::ValidationResponse;
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 use os_placement_core::{Admission, Decision, Settings};
 use wapc_guest::{register_function, CallResult};
 
+pub mod answer;
 pub mod arena;
 pub mod facts;
+pub mod object;
 pub mod payload;
 pub mod settings_cache;
 
+use answer::Answer;
 use payload::Payload;
 
 /// The guest's heap: a request arena over the system allocator.
@@ -92,10 +94,10 @@ fn invalid_settings(message: String) -> SettingsValidationResponse {
 /// outcome, malformed input included, is a response: never a trap.
 pub fn validate(payload: &[u8]) -> CallResult {
     let _scope = RequestScope::begin();
-    let response = respond(payload);
-    let answer = serde_json::to_vec(&response)?;
-    discard(response);
-    Ok(answer)
+    let answer = respond(payload);
+    let json = answer.to_json()?;
+    discard(answer);
+    Ok(json)
 }
 
 /// The rejection of a payload without a request object, and how to send one.
@@ -103,13 +105,14 @@ pub const MISSING_REQUEST: &str = "validation payload: the admission request is 
 send {\"request\": <the AdmissionRequest object>, \"settings\": <the policy settings>}, \
 as policy-server does";
 
-pub fn respond(payload: &[u8]) -> ValidationResponse {
+/// The answer to one `validate` payload, with facts from the waPC host.
+pub fn respond(payload: &[u8]) -> Answer {
     respond_with(payload, &facts::Wapc)
 }
 
 /// As [`respond`], with facts gathered from `host`: no call at all when
 /// the request needs none.
-pub fn respond_with(payload: &[u8], host: &dyn facts::Host) -> ValidationResponse {
+pub fn respond_with(payload: &[u8], host: &dyn facts::Host) -> Answer {
     let payload: Payload = match serde_json::from_slice(payload) {
         Ok(p) => p,
         Err(e) => return rejection(format!("validation payload: not valid JSON: {e}")),
@@ -127,11 +130,7 @@ pub fn respond_with(payload: &[u8], host: &dyn facts::Host) -> ValidationRespons
 
 /// The response to one request under the settings. The patch is applied to
 /// the request's own object, taken out of it: the object is not copied.
-fn decide(
-    request: &mut serde_json::Value,
-    settings: &Settings,
-    host: &dyn facts::Host,
-) -> ValidationResponse {
+fn decide(request: &mut serde_json::Value, settings: &Settings, host: &dyn facts::Host) -> Answer {
     let admission = Admission::new(request, settings).without_signals();
     let facts = if admission.needs().is_empty() {
         Default::default()
@@ -148,27 +147,19 @@ fn decide(
     to_response(decision)
 }
 
-fn to_response(decision: Decision) -> ValidationResponse {
+fn to_response(decision: Decision) -> Answer {
     let warnings = decision.warning_lines();
-    ValidationResponse {
-        accepted: decision.accepted,
-        message: decision.message(),
-        code: None,
-        mutated_object: decision.mutated_object,
-        audit_annotations: None,
-        warnings: (!warnings.is_empty()).then_some(warnings),
-    }
+    let mut answer = Answer::new(
+        decision.accepted,
+        decision.message(),
+        decision.mutated_object,
+    );
+    answer.warnings = (!warnings.is_empty()).then_some(warnings);
+    answer
 }
 
-fn rejection(message: String) -> ValidationResponse {
-    ValidationResponse {
-        accepted: false,
-        message: Some(message),
-        code: None,
-        mutated_object: None,
-        audit_annotations: None,
-        warnings: None,
-    }
+fn rejection(message: String) -> Answer {
+    Answer::rejection(message)
 }
 
 #[cfg(test)]

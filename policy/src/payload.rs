@@ -1,6 +1,7 @@
 //! The validation payload, read narrowly: the settings and the request
 //! fields the core reads (`kind`, `operation`, `object`, `oldObject`)
-//! become JSON values, and of `resource` and `userInfo`, which tell the
+//! become JSON values (the objects only as far as the rules read them:
+//! `object.rs`), and of `resource` and `userInfo`, which tell the
 //! audit scanner's requests apart, only `resource.resource` and
 //! `userInfo.username`; every other request field (`options`, `uid`, ...)
 //! is skipped without being built. The settings stay text,
@@ -9,9 +10,12 @@
 
 use std::fmt;
 
+use os_placement_core::ReadNode;
 use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
+
+use crate::object::Narrow;
 
 /// `{"request": ..., "settings": ...}`.
 #[derive(Debug, Default)]
@@ -155,8 +159,12 @@ impl<'de> Visitor<'de> for ObjectOrNothing {
                 let mut fields = Map::new();
                 while let Some(key) = map.next_key::<Key>()? {
                     match key {
-                        Key::Kind | Key::Operation | Key::Object | Key::OldObject => {
+                        Key::Kind | Key::Operation => {
                             fields.insert(key.name().to_string(), map.next_value()?);
+                        }
+                        Key::Object | Key::OldObject => {
+                            let object = map.next_value_seed(Narrow(ReadNode::Object))?;
+                            fields.insert(key.name().to_string(), object);
                         }
                         Key::Resource | Key::UserInfo => {
                             let inner = match key {

@@ -11,4 +11,5 @@ pub mod evaluate;
 pub mod needs;
 pub mod owning;
 pub mod pending;
+pub mod reads;
 pub mod update;

@@ -30,6 +30,11 @@ const POD_FIELDS: &[(&str, SetWhen)] = &[
     ("hostIPC", True),
     ("shareProcessNamespace", Present),
 ];
+/// The names of the `spec` fields the Windows rules read.
+#[cfg(test)]
+pub(crate) fn pod_field_names() -> impl Iterator<Item = &'static str> {
+    POD_FIELDS.iter().map(|(name, _)| *name)
+}
 const POD_SECURITY_CONTEXT_FIELDS: &[(&str, SetWhen)] = &[
     ("appArmorProfile", Present),
     ("seLinuxOptions", Present),

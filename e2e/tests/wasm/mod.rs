@@ -9,6 +9,7 @@ mod corpus;
 mod examples;
 mod packaging;
 mod protocol;
+mod whole;
 
 use std::sync::OnceLock;
 

@@ -1,0 +1,119 @@
+//! The answer to `validate`: what the SDK's `ValidationResponse` holds,
+//! written as it serialises, with the mutated object written by
+//! `object::write` (its unread fields as the text they came as).
+
+use kubewarden_policy_sdk::response::ValidationResponse;
+use os_placement_core::ReadNode;
+use serde_json::Value;
+
+use crate::object;
+
+/// The outcome of one request.
+#[derive(Debug, Default)]
+pub struct Answer {
+    /// Whether the request is accepted.
+    pub accepted: bool,
+    /// Why it is rejected, or what the policy has to say.
+    pub message: Option<String>,
+    /// Warnings for the requesting client.
+    pub warnings: Option<Vec<String>>,
+    /// The mutated object, as read (`object::Narrow`) and patched.
+    mutated: Option<Value>,
+}
+
+impl Answer {
+    /// An answer with `mutated` (an object read by `object::Narrow`) as its mutated object.
+    pub fn new(accepted: bool, message: Option<String>, mutated: Option<Value>) -> Answer {
+        Answer {
+            accepted,
+            message,
+            warnings: None,
+            mutated,
+        }
+    }
+
+    /// A rejection saying `message`.
+    pub fn rejection(message: String) -> Answer {
+        Answer::new(false, Some(message), None)
+    }
+
+    /// The mutated object as JSON, parsed back; `None` when unchanged.
+    pub fn mutated_object(&self) -> Option<Value> {
+        let object = self.mutated.as_ref()?;
+        let mut text = Vec::new();
+        object::write(&mut text, object, ReadNode::Object).ok()?;
+        serde_json::from_slice(&text).ok()
+    }
+
+    /// The SDK's response holding the same answer.
+    pub fn to_validation_response(&self) -> ValidationResponse {
+        ValidationResponse {
+            accepted: self.accepted,
+            message: self.message.clone(),
+            code: None,
+            mutated_object: self.mutated_object(),
+            audit_annotations: None,
+            warnings: self.warnings.clone(),
+        }
+    }
+
+    /// The JSON of the SDK's `ValidationResponse`, field by field in its order.
+    pub fn to_json(&self) -> serde_json::Result<Vec<u8>> {
+        let mut out = Vec::with_capacity(256);
+        out.extend_from_slice(br#"{"accepted":"#);
+        serde_json::to_writer(&mut out, &self.accepted)?;
+        out.extend_from_slice(br#","message":"#);
+        serde_json::to_writer(&mut out, &self.message)?;
+        out.extend_from_slice(br#","code":null,"mutated_object":"#);
+        match &self.mutated {
+            Some(object) => object::write(&mut out, object, ReadNode::Object)?,
+            None => out.extend_from_slice(b"null"),
+        }
+        out.extend_from_slice(br#","audit_annotations":null,"warnings":"#);
+        serde_json::to_writer(&mut out, &self.warnings)?;
+        out.push(b'}');
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use serde::de::DeserializeSeed;
+    use serde_json::json;
+
+    #[test]
+    fn without_a_mutation_it_is_the_sdk_s_json_byte_for_byte() {
+        let mut answers = vec![
+            Answer::rejection("no \"quotes\" — here\n".into()),
+            Answer::new(true, None, None),
+        ];
+        let mut warned = Answer::new(true, Some("m".into()), None);
+        warned.warnings = Some(vec!["w1".into(), "w\"2".into()]);
+        answers.push(warned);
+        for answer in answers {
+            let sdk = serde_json::to_vec(&answer.to_validation_response()).unwrap();
+            assert_eq!(answer.to_json().unwrap(), sdk);
+        }
+    }
+
+    #[test]
+    fn with_a_mutation_the_sdk_reads_the_whole_object_back() {
+        let text =
+            r#"{"kind": "Pod", "spec": {"nodeSelector": {"a": "b"}, "volumes": [{"name": "v"}]}}"#;
+        let mut de = serde_json::Deserializer::from_str(text);
+        let object = object::Narrow(ReadNode::Object)
+            .deserialize(&mut de)
+            .unwrap();
+        let answer = Answer::new(true, None, Some(object));
+        let sdk: ValidationResponse = serde_json::from_slice(&answer.to_json().unwrap()).unwrap();
+        let whole: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(sdk.mutated_object, Some(whole.clone()));
+        assert_eq!(answer.mutated_object(), Some(whole));
+        assert!(sdk.accepted);
+        assert_eq!(sdk.message, None);
+        assert_eq!(json!(sdk.warnings), json!(null));
+    }
+}
