@@ -14,7 +14,7 @@ bench="${BENCH:-$root/target/release/os-placement-bench}"
 connections="${CONNECTIONS:-4}"
 duration="${DURATION:-5s}"
 rounds="${ROUNDS:-3}"
-cases="${CASES:-a b c d f}"
+cases="${CASES:-a b c d f g}"
 out="${JSON:-$root/target/bench/server.json}"
 
 for tool in "$kubewarden/kwctl" "$kubewarden/policy-server"; do

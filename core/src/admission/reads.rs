@@ -4,6 +4,8 @@
 //! `spec` and a workload's `spec` (with its `template` or `jobTemplate`)
 //! never share a field the rules read.
 
+use crate::placement::ownership::ADDED_ANNOTATION;
+
 /// A place in an object whose fields the rules read one by one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReadNode {
@@ -11,6 +13,10 @@ pub enum ReadNode {
     Object,
     /// `metadata`, of the object or of a template.
     Metadata,
+    /// `metadata.annotations`: only the policy's record of what it added
+    /// is read (`kubectl.kubernetes.io/last-applied-configuration`, often
+    /// the largest field of an object, is not).
+    Annotations,
     /// The object's `spec`: a Pod's pod spec, or a workload's spec.
     Spec,
     /// A CronJob's `spec.jobTemplate`.
@@ -72,7 +78,9 @@ impl ReadNode {
             (Object, "spec") => Read::Fields(Spec),
             // Server-side apply's bookkeeping: the largest field, never read.
             (Metadata, "managedFields") => Read::Unread,
+            (Metadata, "annotations") => Read::Fields(Annotations),
             (Metadata, _) => Read::Whole,
+            (Annotations, key) => whole_if(key == ADDED_ANNOTATION),
             (Spec, "jobTemplate") => Read::Fields(JobTemplate),
             (Spec | JobSpec, "template") => Read::Fields(Template),
             (JobTemplate, "spec") => Read::Fields(JobSpec),
@@ -131,12 +139,20 @@ mod tests {
     }
 
     #[test]
-    fn metadata_is_read_whole_but_its_managed_fields_and_the_status_are_not() {
-        for field in ["labels", "annotations", "ownerReferences", "name"] {
+    fn metadata_is_read_but_its_managed_fields_other_annotations_and_the_status_are_not() {
+        for field in ["labels", "ownerReferences", "name", "generateName"] {
             assert_eq!(place(&["metadata", field]), Read::Whole);
             assert_eq!(place(&["spec", "template", "metadata", field]), Read::Whole);
         }
         assert_eq!(place(&["metadata", "managedFields"]), Read::Unread);
+        for metadata in [&["metadata"][..], &["spec", "template", "metadata"]] {
+            let annotation = |key| place(&[metadata, &["annotations", key]].concat());
+            assert_eq!(annotation(ADDED_ANNOTATION), Read::Whole);
+            assert_eq!(
+                annotation("kubectl.kubernetes.io/last-applied-configuration"),
+                Read::Unread
+            );
+        }
         assert_eq!(place(&["status"]), Read::Unread);
         assert_eq!(place(&["kind"]), Read::Whole);
         // A workload's own fields beside its template are not read.
