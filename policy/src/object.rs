@@ -141,6 +141,7 @@ fn write_unread(out: &mut Vec<u8>, field: &Value) -> serde_json::Result<()> {
     match field {
         Value::String(marked) => match marked.strip_prefix(UNREAD) {
             Some(text) => {
+                checked(text)?;
                 out.extend_from_slice(text.as_bytes());
                 Ok(())
             }
@@ -148,6 +149,24 @@ fn write_unread(out: &mut Vec<u8>, field: &Value) -> serde_json::Result<()> {
         },
         other => serde_json::to_writer(out, other),
     }
+}
+
+/// Fails when `text`, which the reader skipped, is JSON a full parse
+/// refuses: a lone surrogate escape (`"\ud800"`) or a number out of the
+/// range of `f64` (`1e400`). Only a text holding an escape or a number
+/// that may be out of range is parsed again; the API server sends neither.
+fn checked(text: &str) -> serde_json::Result<()> {
+    let bytes = text.as_bytes();
+    let exponent = bytes
+        .windows(2)
+        .any(|w| matches!(w, [b'0'..=b'9' | b'.', b'e' | b'E']));
+    let long_number = bytes
+        .split(|b| !b.is_ascii_digit())
+        .any(|digits| digits.len() > 300);
+    if exponent || long_number || text.contains("\\u") {
+        serde_json::from_str::<Value>(text)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -223,6 +242,25 @@ mod tests {
         let back = written(&object);
         assert_eq!(back["spec"]["replicas"], json!("five"));
         assert_eq!(back["status"], json!({"phase": "x"}));
+    }
+
+    #[test]
+    fn an_unread_text_a_full_parse_refuses_is_not_written() {
+        for odd in [r#""\ud800""#, "1e400", &"9".repeat(400)] {
+            let object = narrow(&format!(r#"{{"spec": {{"volumes": {odd}}}}}"#));
+            let mut out = Vec::new();
+            assert!(write(&mut out, &object, ReadNode::Object).is_err(), "{odd}");
+        }
+        for fine in [
+            r#""\ud83d\ude00 \u00e9""#,
+            "1.5e3",
+            "[1e-3, 12345]",
+            r#""v1e5""#,
+        ] {
+            let text = format!(r#"{{"spec": {{"volumes": {fine}}}}}"#);
+            let whole: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(written(&narrow(&text)), whole, "{fine}");
+        }
     }
 
     #[test]
