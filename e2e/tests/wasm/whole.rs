@@ -1,8 +1,8 @@
 //! The module parses only the fields the rules read and passes the rest
 //! through as text (`policy/src/object.rs`): its answers must equal the
 //! core's on the whole request, every field parsed, for every example case,
-//! every corpus manifest (created, and updated in a field the rules do not
-//! read) and every benchmark case.
+//! every corpus manifest (created, audited, and updated in a field the
+//! rules do not read) and every benchmark case.
 
 use std::sync::Arc;
 
@@ -100,7 +100,11 @@ fn corpus_and_bench_cases_get_the_answer_of_the_whole_request() {
     let mut failures = Vec::new();
     for settings in [json!({}), settings_file("examples/settings/eks.yaml")] {
         for (name, object) in &objects {
-            let mut requests = vec![admission_request(object, "CREATE", None, None)];
+            let mut requests = vec![
+                admission_request(object, "CREATE", None, None),
+                // As Kubewarden's audit scanner asks about a live object.
+                os_placement_door::audit_request(object),
+            ];
             let kind = object.get("kind").and_then(Value::as_str).unwrap_or("");
             if let Some(kind) = os_placement_core::Kind::parse(kind) {
                 if let Some(updated) = with_changed_env(object, kind.pod_spec_fields()) {
