@@ -16,6 +16,7 @@ pub mod error;
 pub mod faults;
 pub mod host;
 pub mod images;
+pub mod native;
 pub mod published;
 pub mod request;
 pub mod review;

@@ -7,15 +7,13 @@
 //! against the Node list.
 
 use os_placement_core::{capacity, host_answers};
-use os_placement_core::{
-    published, Admission, Decision, ImageFacts, ImageSource, Needs, Settings, SortedMap,
-};
+use os_placement_core::{published, ImageFacts, ImageSource, Needs, SortedMap};
 use serde_json::Value;
 
 use crate::capabilities::{Cluster, ContextHost};
 use crate::error::{Error, Result};
-use crate::host::HostCalls;
 use crate::http::http;
+use crate::native::Through;
 
 /// Every `host/repository:tag` a registry on 127.0.0.1:`port` holds (its catalog).
 pub fn catalog(port: u16) -> Result<Vec<String>> {
@@ -46,37 +44,6 @@ pub fn catalog(port: u16) -> Result<Vec<String>> {
         }
     }
     Ok(references)
-}
-
-/// The policy's host, answered by `host`.
-struct Through<'a>(&'a dyn HostCalls);
-
-impl os_placement_policy::facts::Host for Through<'_> {
-    fn call(
-        &self,
-        namespace: &str,
-        operation: &str,
-        payload: &[u8],
-    ) -> Result<Vec<u8>, os_placement_policy::facts::HostError> {
-        self.0
-            .call("kubewarden", namespace, operation, payload)
-            .map_err(|e| os_placement_policy::facts::HostError(e.0))
-    }
-}
-
-/// The core's decision on the whole `request` (every field parsed), with
-/// facts gathered by the policy's own code through `host`: what the module,
-/// which parses only the fields the rules read, must answer. `None` when
-/// the settings are invalid.
-pub fn whole_request_decision(
-    request: &Value,
-    settings: &Value,
-    host: &dyn HostCalls,
-) -> Option<Decision> {
-    let settings = Settings::from_value(settings).ok()?;
-    let admission = Admission::new(request, &settings).without_signals();
-    let facts = os_placement_policy::facts::gather(admission.needs(), &Through(host));
-    Some(admission.decide(&facts))
 }
 
 /// The facts of `images`, resolved through `host`'s registries.

@@ -2,8 +2,7 @@
 //! written as it serialises, with the mutated object written by
 //! `object::write` (its unread fields as the text they came as).
 
-use kubewarden_policy_sdk::response::ValidationResponse;
-use os_placement_core::ReadNode;
+use os_placement_core::{Decision, ReadNode};
 use serde_json::Value;
 
 use crate::object;
@@ -22,19 +21,23 @@ pub struct Answer {
 }
 
 impl Answer {
-    /// An answer with `mutated` (an object read by `object::Narrow`) as its mutated object.
-    pub fn new(accepted: bool, message: Option<String>, mutated: Option<Value>) -> Answer {
+    /// The answer a decision gives; its mutated object read by `object::Narrow`.
+    pub fn of(decision: Decision) -> Answer {
+        let warnings = decision.warning_lines();
         Answer {
-            accepted,
-            message,
-            warnings: None,
-            mutated,
+            accepted: decision.accepted,
+            message: decision.message(),
+            warnings: (!warnings.is_empty()).then_some(warnings),
+            mutated: decision.mutated_object,
         }
     }
 
     /// A rejection saying `message`.
     pub fn rejection(message: String) -> Answer {
-        Answer::new(false, Some(message), None)
+        Answer {
+            message: Some(message),
+            ..Answer::default()
+        }
     }
 
     /// The mutated object as JSON, parsed back; `None` when unchanged.
@@ -43,18 +46,6 @@ impl Answer {
         let mut text = Vec::new();
         object::write(&mut text, object, ReadNode::Object).ok()?;
         serde_json::from_slice(&text).ok()
-    }
-
-    /// The SDK's response holding the same answer.
-    pub fn to_validation_response(&self) -> ValidationResponse {
-        ValidationResponse {
-            accepted: self.accepted,
-            message: self.message.clone(),
-            code: None,
-            mutated_object: self.mutated_object(),
-            audit_annotations: None,
-            warnings: self.warnings.clone(),
-        }
     }
 
     /// The JSON of the SDK's `ValidationResponse`, field by field in its order.
@@ -81,20 +72,40 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+    use kubewarden_policy_sdk::response::ValidationResponse;
     use serde::de::DeserializeSeed;
     use serde_json::json;
+
+    /// The SDK's response holding the same answer.
+    fn sdk(answer: &Answer) -> ValidationResponse {
+        ValidationResponse {
+            accepted: answer.accepted,
+            message: answer.message.clone(),
+            code: None,
+            mutated_object: answer.mutated_object(),
+            audit_annotations: None,
+            warnings: answer.warnings.clone(),
+        }
+    }
 
     #[test]
     fn without_a_mutation_it_is_the_sdk_s_json_byte_for_byte() {
         let mut answers = vec![
             Answer::rejection("no \"quotes\" — here\n".into()),
-            Answer::new(true, None, None),
+            Answer {
+                accepted: true,
+                ..Answer::default()
+            },
         ];
-        let mut warned = Answer::new(true, Some("m".into()), None);
-        warned.warnings = Some(vec!["w1".into(), "w\"2".into()]);
+        let warned = Answer {
+            accepted: true,
+            message: Some("m".into()),
+            warnings: Some(vec!["w1".into(), "w\"2".into()]),
+            mutated: None,
+        };
         answers.push(warned);
         for answer in answers {
-            let sdk = serde_json::to_vec(&answer.to_validation_response()).unwrap();
+            let sdk = serde_json::to_vec(&sdk(&answer)).unwrap();
             assert_eq!(answer.to_json().unwrap(), sdk);
         }
     }
@@ -107,7 +118,11 @@ mod tests {
         let object = object::Narrow(ReadNode::Object)
             .deserialize(&mut de)
             .unwrap();
-        let answer = Answer::new(true, None, Some(object));
+        let answer = Answer {
+            accepted: true,
+            mutated: Some(object),
+            ..Answer::default()
+        };
         let sdk: ValidationResponse = serde_json::from_slice(&answer.to_json().unwrap()).unwrap();
         let whole: Value = serde_json::from_str(text).unwrap();
         assert_eq!(sdk.mutated_object, Some(whole.clone()));

@@ -2,7 +2,7 @@
 
 use kubewarden_policy_sdk::metadata::ProtocolVersion;
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
-use os_placement_core::{Admission, Decision, Settings};
+use os_placement_core::{Admission, Settings};
 use wapc_guest::{register_function, CallResult};
 
 pub mod answer;
@@ -115,17 +115,17 @@ pub fn respond(payload: &[u8]) -> Answer {
 pub fn respond_with(payload: &[u8], host: &dyn facts::Host) -> Answer {
     let payload: Payload = match serde_json::from_slice(payload) {
         Ok(p) => p,
-        Err(e) => return rejection(format!("validation payload: not valid JSON: {e}")),
+        Err(e) => return Answer::rejection(format!("validation payload: not valid JSON: {e}")),
     };
     let text = payload.settings_text();
     let Some(mut request) = payload.request else {
-        return rejection(MISSING_REQUEST.to_string());
+        return Answer::rejection(MISSING_REQUEST.to_string());
     };
     let response = settings_cache::with_settings(text, outside_request, |settings| {
         decide(&mut request, settings, host)
     });
     discard(request);
-    response.unwrap_or_else(|e| rejection(format!("invalid policy settings:\n{e}")))
+    response.unwrap_or_else(|e| Answer::rejection(format!("invalid policy settings:\n{e}")))
 }
 
 /// The response to one request under the settings. The patch is applied to
@@ -144,22 +144,7 @@ fn decide(request: &mut serde_json::Value, settings: &Settings, host: &dyn facts
         let object = request.get_mut("object").map(serde_json::Value::take);
         decision = decision.apply_to(object.unwrap_or_default());
     }
-    to_response(decision)
-}
-
-fn to_response(decision: Decision) -> Answer {
-    let warnings = decision.warning_lines();
-    let mut answer = Answer::new(
-        decision.accepted,
-        decision.message(),
-        decision.mutated_object,
-    );
-    answer.warnings = (!warnings.is_empty()).then_some(warnings);
-    answer
-}
-
-fn rejection(message: String) -> Answer {
-    Answer::rejection(message)
+    Answer::of(decision)
 }
 
 #[cfg(test)]

@@ -13,7 +13,6 @@ use std::fmt;
 
 use os_placement_core::{Read, ReadNode};
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Number, Value};
 
@@ -95,14 +94,6 @@ impl<'de> Visitor<'de> for Narrow {
 
     fn visit_unit<E>(self) -> Result<Value, E> {
         Ok(Value::Null)
-    }
-
-    fn visit_none<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-
-    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
-        Value::deserialize(deserializer)
     }
 }
 

@@ -4,7 +4,9 @@
 //! `spec` and a workload's `spec` (with its `template` or `jobTemplate`)
 //! never share a field the rules read.
 
+use crate::input::pod::ContainerList;
 use crate::placement::ownership::ADDED_ANNOTATION;
+use crate::placement::windows_rules::reads_pod_field;
 
 /// A place in an object whose fields the rules read one by one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,9 +45,9 @@ pub enum Read {
     Unread,
 }
 
-/// The pod-spec fields the rules read whole: the scheduling fields, the
-/// pod's security context and the fields the Windows API rules forbid
-/// (`placement/windows_rules.rs`).
+/// The pod-spec fields the rules read whole besides those the Windows API
+/// rules check (`windows_rules::reads_pod_field`): the scheduling fields
+/// and the pod's security context.
 const POD_SPEC_WHOLE: &[&str] = &[
     "os",
     "nodeSelector",
@@ -55,17 +57,10 @@ const POD_SPEC_WHOLE: &[&str] = &[
     "nodeName",
     "hostNetwork",
     "securityContext",
-    "hostUsers",
-    "hostPID",
-    "hostIPC",
-    "shareProcessNamespace",
 ];
 
 /// The container fields the rules read whole.
 const CONTAINER_WHOLE: &[&str] = &["name", "image", "securityContext"];
-
-/// The container lists of a pod spec (`input::pod::ContainerList`).
-const CONTAINER_LISTS: &[&str] = &["containers", "initContainers", "ephemeralContainers"];
 
 impl ReadNode {
     /// How the rules read the field `key` of a value at this place.
@@ -85,8 +80,12 @@ impl ReadNode {
             (Spec | JobSpec, "template") => Read::Fields(Template),
             (JobTemplate, "spec") => Read::Fields(JobSpec),
             (Template, "spec") => Read::Fields(PodSpec),
-            (Spec | PodSpec, key) if CONTAINER_LISTS.contains(&key) => Read::Fields(Container),
-            (Spec | PodSpec, key) => whole_if(POD_SPEC_WHOLE.contains(&key)),
+            (Spec | PodSpec, key) if ContainerList::ALL.iter().any(|l| l.field() == key) => {
+                Read::Fields(Container)
+            }
+            (Spec | PodSpec, key) => {
+                whole_if(POD_SPEC_WHOLE.contains(&key) || reads_pod_field(key))
+            }
             (Container, key) => whole_if(CONTAINER_WHOLE.contains(&key)),
             _ => Read::Unread,
         }
@@ -96,8 +95,6 @@ impl ReadNode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::input::pod::ContainerList;
-    use crate::placement::windows_rules::pod_field_names;
     use crate::vocab::kinds::Kind;
 
     /// The place the fields `path` lead to, from the object.
@@ -128,8 +125,10 @@ mod tests {
                 let env = [&path[..], &["env"]].concat();
                 assert_eq!(place(&env), Read::Unread, "{env:?}");
             }
-            for field in POD_SPEC_WHOLE.iter().copied().chain(pod_field_names()) {
-                let path = [spec, &[field]].concat();
+            // The fields validateWindows checks (kubernetes pkg/apis/core/validation/validation.go).
+            let windows = ["hostUsers", "hostPID", "hostIPC", "shareProcessNamespace"];
+            for field in POD_SPEC_WHOLE.iter().chain(&windows) {
+                let path = [spec, &[*field]].concat();
                 assert_eq!(place(&path), Read::Whole, "{path:?}");
             }
             for unread in ["volumes", "dnsPolicy", "serviceAccountName"] {

@@ -30,10 +30,9 @@ const POD_FIELDS: &[(&str, SetWhen)] = &[
     ("hostIPC", True),
     ("shareProcessNamespace", Present),
 ];
-/// The names of the `spec` fields the Windows rules read.
-#[cfg(test)]
-pub(crate) fn pod_field_names() -> impl Iterator<Item = &'static str> {
-    POD_FIELDS.iter().map(|(name, _)| *name)
+/// Whether the Windows rules read the pod-spec field `name`.
+pub(crate) fn reads_pod_field(name: &str) -> bool {
+    POD_FIELDS.iter().any(|(field, _)| *field == name)
 }
 const POD_SECURITY_CONTEXT_FIELDS: &[(&str, SetWhen)] = &[
     ("appArmorProfile", Present),
