@@ -116,6 +116,10 @@ pub struct SyncArgs {
     /// leader renews it every third of it.
     #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = parse_lease_duration)]
     pub lease_duration: Duration,
+    /// How long a kind's watch may fail (its last listed objects still
+    /// published) before its facts are marked stale in the published facts.
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
+    pub stale_after: Duration,
     /// Where /healthz, /readyz and /metrics (Prometheus) are served; port 0 picks a free one.
     #[arg(long, value_name = "ADDRESS", default_value = "0.0.0.0:9090")]
     pub metrics_address: std::net::SocketAddr,

@@ -222,6 +222,7 @@ impl HostFacts {
                 images: &sources.images,
                 resolved_at: None,
                 syncer: None,
+                stale: &[],
             },
             namespace,
         )
@@ -701,6 +702,7 @@ metadata:
                 images: &images,
                 resolved_at: None,
                 syncer: None,
+                stale: &[],
             },
             "os-placement",
         );

@@ -86,6 +86,7 @@ pub fn config_maps(
             images,
             resolved_at: None,
             syncer: None,
+            stale: &[],
         },
         namespace,
     )

@@ -4,6 +4,7 @@
 //! ConfigMaps of earlier releases are read for their images and deleted.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -14,6 +15,7 @@ use os_placement_core::{ImageFacts, SortedMap};
 use serde_json::{json, Value};
 
 use super::cache::Published;
+use super::pace::{Pace, PaceLayer};
 use crate::error::SyncError;
 
 /// The earlier releases' key for resolution times.
@@ -56,15 +58,19 @@ fn api_error(action: impl Into<String>) -> impl FnOnce(kube::Error) -> SyncError
 
 impl Cluster {
     /// The in-cluster configuration, or KUBECONFIG's current context, with
-    /// bounded API timeouts.
-    pub async fn connect(namespace: &str) -> Result<Cluster, SyncError> {
+    /// bounded API timeouts; every answer is read by `pace` (`Retry-After`,
+    /// which reads succeed).
+    pub async fn connect(namespace: &str, pace: Arc<Pace>) -> Result<Cluster, SyncError> {
         let mut config = kube::Config::infer()
             .await
             .map_err(|e| SyncError::Config(e.to_string()))?;
         config.connect_timeout = Some(Duration::from_secs(10));
         // A watch is held open up to 290 s by the API server.
         config.read_timeout = Some(Duration::from_secs(300));
-        let client = Client::try_from(config).map_err(api_error("cannot build the client"))?;
+        let client = kube::client::ClientBuilder::try_from(config)
+            .map_err(api_error("cannot build the client"))?
+            .with_layer(&PaceLayer(pace))
+            .build();
         Ok(Cluster {
             client,
             namespace: namespace.to_string(),

@@ -1,7 +1,9 @@
 //! What `/metrics` says, in the Prometheus text format (prometheus-client):
 //! the images in use, registry lookups and their failures by registry host,
 //! the age of the oldest published fact, publish errors, whether this
-//! replica leads, when it last published, and whether its watches are synced.
+//! replica leads, when it last published, whether its watches are synced,
+//! and by kind: list and watch errors, since when a watch is recovering,
+//! whether the API server refuses the kind, whether its facts are stale.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::AtomicU64;
@@ -14,6 +16,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::{Registry, Unit};
 
+use super::watch::KindHealth;
+
 /// Registry hosts given their own label; lookups at any further host
 /// count under `other`, so pods naming ever new hosts cannot grow the
 /// metrics without bound.
@@ -24,6 +28,13 @@ pub const HOSTS_KEPT: usize = 64;
 pub struct Host {
     /// `host[:port]` as images name it, or `other`.
     pub host: String,
+}
+
+/// The label of a per-kind series.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KindLabel {
+    /// The watched kind (`Pod`, `NodePool`, ...).
+    pub kind: String,
 }
 
 /// The syncer's metrics.
@@ -42,8 +53,13 @@ pub struct Metrics {
     pub leader: Gauge,
     /// When the facts were last published, seconds since the epoch.
     pub last_publish: Gauge<f64, AtomicU64>,
-    /// 1 while every watch is synced.
+    /// 1 while every kind is listed (or refused, or stale): the facts
+    /// can be published.
     pub watches_synced: Gauge,
+    watch_errors: Family<KindLabel, Counter>,
+    recovering_since: Family<KindLabel, Gauge>,
+    not_served: Family<KindLabel, Gauge>,
+    stale: Family<KindLabel, Gauge>,
 }
 
 impl Default for Metrics {
@@ -66,6 +82,10 @@ impl Metrics {
             leader: Gauge::default(),
             last_publish: Gauge::default(),
             watches_synced: Gauge::default(),
+            watch_errors: Family::default(),
+            recovering_since: Family::default(),
+            not_served: Family::default(),
+            stale: Family::default(),
         };
         let r = &mut m.registry;
         r.register(
@@ -110,7 +130,57 @@ impl Metrics {
             "Whether every watch of the cluster is synced (1) or not (0)",
             m.watches_synced.clone(),
         );
+        r.register(
+            "watch_errors",
+            "Errors of a kind's list or watch, each followed by a retry",
+            m.watch_errors.clone(),
+        );
+        r.register_with_unit(
+            "watch_recovering_since_timestamp",
+            "Since when a kind's watch is failing (its last listed objects kept), since the epoch; 0 when it is not",
+            Unit::Seconds,
+            m.recovering_since.clone(),
+        );
+        r.register(
+            "watch_not_served",
+            "Whether the API server refuses a kind: 404, not served (1), 403, not allowed (2), or serves it (0)",
+            m.not_served.clone(),
+        );
+        r.register(
+            "watch_stale",
+            "Whether a kind's facts are published as stale: not read for longer than --stale-after (1) or not (0)",
+            m.stale.clone(),
+        );
         m
+    }
+
+    /// Counts an error of `kind`'s list or watch.
+    pub fn watch_error(&self, kind: &str) {
+        self.watch_errors
+            .get_or_create(&KindLabel {
+                kind: kind.to_string(),
+            })
+            .inc();
+    }
+
+    /// How each kind's watch fares now.
+    pub fn watches(&self, health: &[KindHealth]) {
+        for h in health {
+            let label = KindLabel {
+                kind: h.kind.to_string(),
+            };
+            let since = h.recovering_since.unwrap_or(0);
+            self.recovering_since
+                .get_or_create(&label)
+                .set(i64::try_from(since).unwrap_or(i64::MAX));
+            let refused = match h.refused {
+                Some(404) => 1,
+                Some(_) => 2,
+                None => 0,
+            };
+            self.not_served.get_or_create(&label).set(refused);
+            self.stale.get_or_create(&label).set(i64::from(h.stale));
+        }
     }
 
     /// Counts a finished lookup at `host`.

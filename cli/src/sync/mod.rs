@@ -22,6 +22,7 @@ mod cache;
 mod cluster;
 mod lease;
 mod metrics;
+mod pace;
 mod publisher;
 mod serve;
 mod watch;
@@ -38,6 +39,7 @@ use crate::error::{CliError, SyncError};
 use crate::registry::Resolver;
 use cache::Cache;
 use cluster::Cluster;
+use pace::Pace;
 use publisher::Publisher;
 use serve::Status;
 use watch::{Inventory, Snapshot, Watched};
@@ -63,20 +65,26 @@ pub fn run(args: &SyncArgs) -> Result<u8, CliError> {
 
 async fn sync(args: &SyncArgs) -> Result<(), SyncError> {
     let mut shutdown = Shutdown::new()?;
-    let cluster = Cluster::connect(&args.namespace).await?;
+    let pace = Arc::new(Pace::default());
+    let cluster = Cluster::connect(&args.namespace, pace.clone()).await?;
     let inventory = Arc::new(Inventory::default());
+    let status = Arc::new(Status::default());
+    let mut paths = Vec::new();
     for (kind, resource) in Watched::all() {
+        paths.push((kind, collection_path(&resource)));
         tokio::spawn(watch::watch(
             cluster.client(),
             kind,
             resource,
             inventory.clone(),
+            pace.clone(),
+            status.clone(),
         ));
     }
     if args.once {
         return once(args, cluster, &inventory, &mut shutdown).await;
     }
-    let status = Arc::new(Status::default());
+    let health = Health { pace, paths };
     let listener = serve::bind(args.metrics_address)
         .await
         .map_err(|e| SyncError::Listen(args.metrics_address, e))?;
@@ -84,7 +92,39 @@ async fn sync(args: &SyncArgs) -> Result<(), SyncError> {
         eprintln!("os-placement facts sync: /healthz, /readyz and /metrics on {address}");
     }
     tokio::spawn(serve::serve(listener, status.clone()));
-    follow(args, cluster, &inventory, status, &mut shutdown).await
+    follow(args, cluster, &inventory, &health, status, &mut shutdown).await
+}
+
+/// What tells a re-established watch on a quiet kind from one still
+/// failing: the client's record of successful reads, by collection path.
+struct Health {
+    pace: Arc<Pace>,
+    paths: Vec<(Watched, String)>,
+}
+
+impl Health {
+    /// Recovery confirmed where the API server answered again, stale
+    /// kinds marked, `/metrics` told.
+    fn check(&self, inventory: &Inventory, status: &Status, stale_after: Duration) {
+        inventory.confirm(|kind| {
+            let (_, path) = self.paths.iter().find(|(k, _)| *k == kind)?;
+            self.pace.read_ok(path)
+        });
+        inventory.check_stale(stale_after);
+        status.metrics.watches(&inventory.health());
+    }
+}
+
+/// The path of a kind's collection across namespaces, as the client asks for it.
+fn collection_path(resource: &kube::api::ApiResource) -> String {
+    if resource.group.is_empty() {
+        format!("/api/{}/{}", resource.version, resource.plural)
+    } else {
+        format!(
+            "/apis/{}/{}/{}",
+            resource.group, resource.version, resource.plural
+        )
+    }
 }
 
 /// Runs as a replica until shutdown: every replica watches; the one that
@@ -93,6 +133,7 @@ async fn follow(
     args: &SyncArgs,
     cluster: Cluster,
     inventory: &Inventory,
+    health: &Health,
     status: Arc<Status>,
     shutdown: &mut Shutdown,
 ) -> Result<(), SyncError> {
@@ -109,6 +150,7 @@ async fn follow(
     );
     loop {
         status.turn();
+        health.check(inventory, &status, args.stale_after);
         let synced = inventory.synced();
         status.set_ready(synced);
         let leads = *leading.borrow_and_update();
@@ -224,7 +266,7 @@ async fn once(
     let mut cache = Cache::new(args.refresh_after, args.retry_failed_after);
     cache.seed(cluster.load().await?);
     let snapshot = inventory.snapshot();
-    let line = round(&mut cluster, &resolver, &mut cache, inventory, &snapshot).await?;
+    let line = round(&mut cluster, &resolver, &mut cache, &snapshot).await?;
     eprintln!("os-placement facts sync: {line}");
     Ok(())
 }
@@ -234,7 +276,6 @@ async fn round(
     cluster: &mut Cluster,
     resolver: &Resolver,
     cache: &mut Cache,
-    inventory: &Inventory,
     snapshot: &Snapshot,
 ) -> Result<String, SyncError> {
     let started = Instant::now();
@@ -248,10 +289,7 @@ async fn round(
     cache.record(resolved, now);
     // A single run keeps no heartbeat: its facts read as rendered.
     let facts = cache.published(&snapshot.images);
-    let maps = published::config_maps(
-        &snapshot.sources(inventory, &facts, None),
-        cluster.namespace(),
-    );
+    let maps = published::config_maps(&snapshot.sources(&facts, None), cluster.namespace());
     let written = cluster.publish(&maps).await?;
     Ok(format!(
         "{} images in use, {} looked up ({failed} failed), {} nodes, {} launchable node kinds; {} ConfigMaps in namespace {} ({} created, {} replaced, {} deleted), {:.1?}",

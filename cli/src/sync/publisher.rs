@@ -202,7 +202,7 @@ impl Publisher {
         self.start_lookups();
         let due = self.lead.as_ref().and_then(Lead::due);
         if let Some(heartbeat) = due {
-            self.publish(inventory, heartbeat).await;
+            self.publish(heartbeat).await;
         }
     }
 
@@ -294,7 +294,7 @@ impl Publisher {
     }
 
     /// Writes the facts (with a new heartbeat when `heartbeat`).
-    async fn publish(&mut self, inventory: &Inventory, heartbeat: bool) {
+    async fn publish(&mut self, heartbeat: bool) {
         let Some(lead) = self.lead.as_mut() else {
             return;
         };
@@ -308,7 +308,7 @@ impl Publisher {
         };
         let snapshot = &lead.snapshot;
         let maps = published::config_maps(
-            &snapshot.sources(inventory, &published, Some(beat)),
+            &snapshot.sources(&published, Some(beat)),
             self.cluster.namespace(),
         );
         let times = &published.1;

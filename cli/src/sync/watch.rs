@@ -17,13 +17,15 @@ use k8s_openapi::api::core::v1::{Node as KubeNode, Pod, ReplicationController};
 use k8s_openapi::api::node::v1::RuntimeClass;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::watcher::{self, Event};
-use kube::runtime::WatchStreamExt;
 use kube::Client;
 use os_placement_core::capacity::{self, CAPACITY_KINDS};
-use os_placement_core::published::{Heartbeat, Sources};
+use os_placement_core::published::{self, Heartbeat, Sources};
 use os_placement_core::{host_answers, locate_pod_spec, ClusterRuntimeClass, Kind, Node, PodView};
 use serde_json::{json, Value};
 use tokio::sync::Notify;
+
+use super::pace::{jittered, Backoff, Pace};
+use super::serve::Status;
 
 /// What a watched object contributes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -39,6 +41,16 @@ pub enum Watched {
 }
 
 impl Watched {
+    /// The kind's name, as logs, metrics and the published facts say it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Watched::Workload(kind) => kind.name(),
+            Watched::Node => "Node",
+            Watched::RuntimeClass => "RuntimeClass",
+            Watched::Capacity(kind) => kind,
+        }
+    }
+
     /// Every kind the syncer watches, with its API coordinates.
     pub fn all() -> Vec<(Watched, ApiResource)> {
         vec![
@@ -99,26 +111,79 @@ enum Entry {
 
 type ObjectKey = (Option<String>, String);
 
-/// Every watched object's contribution, by kind.
-#[derive(Debug, Default)]
+/// Every watched object's contribution, by kind, and how each kind's
+/// watch fares.
+#[derive(Debug)]
 struct Objects {
     current: HashMap<Watched, HashMap<ObjectKey, Entry>>,
     /// Objects listed since the kind's watch (re)started, not yet complete.
     listing: HashMap<Watched, HashMap<ObjectKey, Entry>>,
-    /// Kinds listed once at least, or given up (not allowed).
-    ready: BTreeSet<Watched>,
-    /// Kinds given up, and why.
-    skipped: BTreeMap<Watched, String>,
-    /// Kinds whose watch failed, and when last; cleared by their next event.
-    failing: HashMap<Watched, Instant>,
+    /// Kinds listed once at least.
+    listed: BTreeSet<Watched>,
+    /// Kinds the API server refuses (not served, or not allowed), and why.
+    refused: BTreeMap<Watched, Refusal>,
+    /// Kinds whose watch is failing, kept at their last known state.
+    recovering: HashMap<Watched, Recovering>,
+    /// Kinds failing for longer than the stale bound, and since when
+    /// (seconds since the epoch).
+    stale: BTreeMap<Watched, u64>,
     /// Bumped on every change.
     version: u64,
 }
 
-/// A watch that failed counts as synced again after its next event, or
-/// after this long without another failure (kube-runtime's backoff tries
-/// again within 30 s, and says nothing when the retry works).
-pub const RECOVERED_AFTER: Duration = Duration::from_secs(30);
+impl Default for Objects {
+    fn default() -> Self {
+        Objects {
+            current: HashMap::new(),
+            listing: HashMap::new(),
+            listed: BTreeSet::new(),
+            refused: BTreeMap::new(),
+            recovering: HashMap::new(),
+            stale: BTreeMap::new(),
+            version: 0,
+        }
+    }
+}
+
+/// Why the API server refuses a kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// 404 (not served: its CRD is not installed) or 403 (not allowed).
+    pub code: u16,
+    /// The error, as the log said it.
+    pub why: String,
+}
+
+/// A failing watch.
+#[derive(Debug, Clone)]
+struct Recovering {
+    since: Instant,
+    since_epoch: u64,
+    last_error: Instant,
+    errors: u64,
+}
+
+/// A recovering watch whose collection was read successfully after its
+/// last error counts as re-established once this passes without another.
+pub const CONFIRMED_AFTER: Duration = Duration::from_secs(1);
+
+/// A kind never listed, whose list has been failing since the start for
+/// this long, no longer holds the first publication: the facts are
+/// published without it (and it is marked stale).
+pub const FIRST_LIST_WAIT: Duration = Duration::from_secs(60);
+
+/// How one kind's watch fares, for `/metrics`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KindHealth {
+    /// The kind (`Pod`, `NodePool`, ...).
+    pub kind: &'static str,
+    /// Since when its watch is failing, seconds since the epoch.
+    pub recovering_since: Option<u64>,
+    /// Whether the API server refuses it, with the HTTP status.
+    pub refused: Option<u16>,
+    /// Whether its facts are published as stale.
+    pub stale: bool,
+}
 
 /// What the facts are built from, at one moment.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -129,8 +194,12 @@ pub struct Snapshot {
     pub nodes: Vec<Node>,
     /// Every RuntimeClass, by name.
     pub runtime_classes: os_placement_core::SortedMap<String, ClusterRuntimeClass>,
-    /// Whether every kind has been listed (or given up).
+    /// Whether every kind has been listed, is refused, or is stale.
     pub complete: bool,
+    /// Kinds whose objects are not published: never listed, or refused.
+    pub unpublished: BTreeSet<Watched>,
+    /// Kinds whose facts are stale, and since when.
+    pub stale: Vec<published::Stale>,
     /// The version of the inventory it was taken at.
     pub version: u64,
 }
@@ -143,24 +212,31 @@ pub struct Inventory {
 }
 
 impl Snapshot {
-    /// What to publish: the nodes and RuntimeClasses unless their kind was
-    /// given up on (not served, no access), the image facts with when
-    /// each was resolved, and the heartbeat.
+    /// What to publish: the nodes and RuntimeClasses unless their kind
+    /// was never listed or is refused (not served, no access), the image
+    /// facts with when each was resolved, the heartbeat, and the kinds
+    /// whose facts are stale.
     pub fn sources<'a>(
         &'a self,
-        inventory: &Inventory,
         (images, resolved_at): &'a super::cache::Published,
         syncer: Option<Heartbeat>,
     ) -> Sources<'a> {
-        let skipped = inventory.skipped();
         Sources {
-            nodes: (!skipped.contains_key(&Watched::Node)).then_some(self.nodes.as_slice()),
-            runtime_classes: (!skipped.contains_key(&Watched::RuntimeClass))
+            nodes: self
+                .publishes(Watched::Node)
+                .then_some(self.nodes.as_slice()),
+            runtime_classes: self
+                .publishes(Watched::RuntimeClass)
                 .then_some(&self.runtime_classes),
             images,
             resolved_at: Some(resolved_at),
             syncer,
+            stale: &self.stale,
         }
+    }
+
+    fn publishes(&self, kind: Watched) -> bool {
+        !self.unpublished.contains(&kind)
     }
 }
 
@@ -176,9 +252,10 @@ impl Inventory {
         self.changed.notified().await;
     }
 
-    /// The kinds given up, and why.
-    pub fn skipped(&self) -> BTreeMap<Watched, String> {
-        self.lock().skipped.clone()
+    fn bump(&self, mut objects: MutexGuard<'_, Objects>) {
+        objects.version += 1;
+        drop(objects);
+        self.changed.notify_one();
     }
 
     /// The version of what is watched: bumped on every change.
@@ -186,38 +263,170 @@ impl Inventory {
         self.lock().version
     }
 
-    /// Whether every kind is listed (or given up) and no watch is failing.
+    /// Whether the facts can be published: every kind listed once, refused,
+    /// or stale. A watch failing after its first list does not count: its
+    /// kind keeps what it last listed until a relist replaces it.
     pub fn synced(&self) -> bool {
-        let objects = self.lock();
-        objects.ready.len() == Watched::all().len()
-            && objects
-                .failing
-                .values()
-                .all(|at| at.elapsed() >= RECOVERED_AFTER)
+        self.lock().complete()
     }
 
-    /// The watch of `kind` failed (kube-runtime tries it again).
-    pub fn fail(&self, kind: Watched) {
-        self.lock().failing.insert(kind, Instant::now());
+    /// The watch of `kind` failed with `error`; its watcher tries again.
+    /// Said once, when the kind starts failing.
+    pub fn fail(&self, kind: Watched, error: &str) {
+        let mut objects = self.lock();
+        let now = Instant::now();
+        if let Some(recovering) = objects.recovering.get_mut(&kind) {
+            recovering.last_error = now;
+            recovering.errors += 1;
+            return;
+        }
+        objects.recovering.insert(
+            kind,
+            Recovering {
+                since: now,
+                since_epoch: epoch_now(),
+                last_error: now,
+                errors: 1,
+            },
+        );
+        let kept = if objects.listed.contains(&kind) {
+            "what it last listed stays published"
+        } else {
+            "not listed yet"
+        };
+        eprintln!(
+            "os-placement facts sync: watching {} failed, retrying ({kept}): {error}",
+            kind.name()
+        );
+    }
+
+    /// `kind` answered: it is no longer failing. Said once.
+    fn recovered(objects: &mut Objects, kind: Watched) -> bool {
+        let Some(recovering) = objects.recovering.remove(&kind) else {
+            return false;
+        };
+        eprintln!(
+            "os-placement facts sync: watching {} recovered after {:.1?} ({} errors)",
+            kind.name(),
+            super::round_secs(recovering.since.elapsed()),
+            recovering.errors
+        );
+        objects.stale.remove(&kind).is_some()
+    }
+
+    /// The kinds still recovering whose collection was read successfully
+    /// after their last error (`read_ok`, by kind), for [`CONFIRMED_AFTER`]:
+    /// a watch re-established on a quiet kind sends no event.
+    pub fn confirm(&self, read_ok: impl Fn(Watched) -> Option<Instant>) {
+        let mut objects = self.lock();
+        let confirmed: Vec<Watched> = objects
+            .recovering
+            .iter()
+            .filter(|(kind, r)| {
+                r.last_error.elapsed() >= CONFIRMED_AFTER
+                    && objects.listed.contains(kind)
+                    && read_ok(**kind).is_some_and(|ok| ok > r.last_error)
+            })
+            .map(|(kind, _)| *kind)
+            .collect();
+        let mut changed = false;
+        for kind in confirmed {
+            changed |= Inventory::recovered(&mut objects, kind);
+        }
+        if changed {
+            self.bump(objects);
+        }
+    }
+
+    /// Marks stale the kinds failing for `stale_after` (or, never listed,
+    /// for [`FIRST_LIST_WAIT`]), once each.
+    pub fn check_stale(&self, stale_after: Duration) {
+        let mut objects = self.lock();
+        let newly: Vec<(Watched, u64)> = objects
+            .recovering
+            .iter()
+            .filter(|(kind, r)| {
+                let bound = if objects.listed.contains(kind) {
+                    stale_after
+                } else {
+                    FIRST_LIST_WAIT.min(stale_after)
+                };
+                !objects.stale.contains_key(kind) && r.since.elapsed() >= bound
+            })
+            .map(|(kind, r)| (*kind, r.since_epoch))
+            .collect();
+        if newly.is_empty() {
+            return;
+        }
+        for (kind, since) in newly {
+            eprintln!(
+                "os-placement facts sync: {} could not be read for {:.0?}: its facts are published as stale",
+                kind.name(),
+                if objects.listed.contains(&kind) { stale_after } else { FIRST_LIST_WAIT.min(stale_after) }
+            );
+            objects.stale.insert(kind, since);
+        }
+        self.bump(objects);
+    }
+
+    /// How each kind's watch fares.
+    pub fn health(&self) -> Vec<KindHealth> {
+        let objects = self.lock();
+        Watched::all()
+            .into_iter()
+            .map(|(kind, _)| KindHealth {
+                kind: kind.name(),
+                recovering_since: objects.recovering.get(&kind).map(|r| r.since_epoch),
+                refused: objects.refused.get(&kind).map(|r| r.code),
+                stale: objects.stale.contains_key(&kind),
+            })
+            .collect()
     }
 
     /// What the facts are built from now.
     pub fn snapshot(&self) -> Snapshot {
         let objects = self.lock();
         let mut snapshot = Snapshot {
-            complete: objects.ready.len() == Watched::all().len(),
+            complete: objects.complete(),
             version: objects.version,
+            unpublished: Watched::all()
+                .into_iter()
+                .map(|(kind, _)| kind)
+                .filter(|kind| {
+                    !objects.listed.contains(kind)
+                        || objects.refused.get(kind).is_some_and(|r| r.code == 404)
+                })
+                .collect(),
+            stale: objects
+                .stale
+                .iter()
+                .map(|(kind, since)| published::Stale {
+                    kind: kind.name().to_string(),
+                    since: *since,
+                })
+                .collect(),
             ..Snapshot::default()
         };
         let mut nodes: Vec<&Node> = Vec::new();
         let mut pools: Vec<&Value> = Vec::new();
+        // A NodePool whose node class kind is not served has no class to
+        // launch from: left out, not published as blocked.
+        let unserved: Vec<&str> = objects
+            .refused
+            .iter()
+            .filter(|(_, r)| r.code == 404)
+            .filter_map(|(kind, _)| match kind {
+                Watched::Capacity(kind) => Some(*kind),
+                _ => None,
+            })
+            .collect();
         for entries in objects.current.values() {
             for entry in entries.values() {
                 match entry {
                     Entry::Images(images) => snapshot.images.extend(images.iter().cloned()),
                     Entry::Node(node) => nodes.push(node),
-                    Entry::Capacity(object) => pools.push(object),
-                    Entry::RuntimeClass(_) => {}
+                    Entry::Capacity(object) if !refers_to(object, &unserved) => pools.push(object),
+                    Entry::Capacity(_) | Entry::RuntimeClass(_) => {}
                 }
             }
         }
@@ -254,8 +463,9 @@ impl Inventory {
     /// Applies one watch event of `kind`.
     pub fn apply(&self, kind: Watched, event: Event<DynamicObject>) {
         let mut objects = self.lock();
-        objects.failing.remove(&kind);
-        let changed = match event {
+        // A relist in progress is not yet a recovery; its end is, and so is any event.
+        let answered = !matches!(event, Event::Init | Event::InitApply(_));
+        let mut changed = match event {
             Event::Init => {
                 objects.listing.insert(kind, HashMap::new());
                 false
@@ -268,8 +478,24 @@ impl Inventory {
             Event::InitDone => {
                 let listed = objects.listing.remove(&kind).unwrap_or_default();
                 let before = objects.current.insert(kind, listed);
-                let first = objects.ready.insert(kind);
-                first || before.as_ref() != objects.current.get(&kind)
+                let first = objects.listed.insert(kind);
+                let served = match objects.refused.remove(&kind) {
+                    Some(refusal) => {
+                        eprintln!(
+                            "os-placement facts sync: {} is {} again ({} listed)",
+                            kind.name(),
+                            if refusal.code == 404 {
+                                "served"
+                            } else {
+                                "allowed"
+                            },
+                            objects.current.get(&kind).map_or(0, HashMap::len)
+                        );
+                        true
+                    }
+                    None => false,
+                };
+                first || served || before.as_ref() != objects.current.get(&kind)
             }
             Event::Apply(object) => {
                 let (key, entry) = read(kind, &object);
@@ -282,23 +508,55 @@ impl Inventory {
                 entries.remove(&key).is_some()
             }
         };
+        if answered {
+            changed |= Inventory::recovered(&mut objects, kind);
+        }
         if changed {
-            objects.version += 1;
-            drop(objects);
-            self.changed.notify_one();
+            self.bump(objects);
         }
     }
 
-    /// Gives `kind` up: the syncer may not read it.
-    pub fn skip(&self, kind: Watched, why: String) {
+    /// The API server refuses `kind` (`code` 404: not served; 403: not
+    /// allowed). Not served, its objects are dropped at once; not allowed,
+    /// what was listed stays, as for a failing watch. Said once.
+    pub fn refuse(&self, kind: Watched, code: u16, why: String) {
         let mut objects = self.lock();
-        objects.skipped.insert(kind, why);
-        if objects.ready.insert(kind) {
-            objects.version += 1;
-            drop(objects);
-            self.changed.notify_one();
+        if objects.refused.get(&kind).is_some_and(|r| r.code == code) {
+            return;
         }
+        if code == 404 {
+            objects.listing.remove(&kind);
+            objects.current.remove(&kind);
+            objects.recovering.remove(&kind);
+            objects.stale.remove(&kind);
+        }
+        eprintln!("os-placement facts sync: {why}");
+        objects.refused.insert(kind, Refusal { code, why });
+        self.bump(objects);
     }
+}
+
+impl Objects {
+    fn complete(&self) -> bool {
+        Watched::all().iter().all(|(kind, _)| {
+            self.listed.contains(kind)
+                || self.refused.contains_key(kind)
+                || self.stale.contains_key(kind)
+        })
+    }
+}
+
+/// Whether a NodePool names a node class of one of `kinds`.
+fn refers_to(object: &Value, kinds: &[&str]) -> bool {
+    object
+        .pointer("/spec/template/spec/nodeClassRef/kind")
+        .and_then(Value::as_str)
+        .is_some_and(|kind| kinds.contains(&kind))
+}
+
+/// Seconds since the epoch.
+fn epoch_now() -> u64 {
+    super::cache::epoch_seconds(std::time::SystemTime::now())
 }
 
 /// What one object contributes.
@@ -339,57 +597,119 @@ pub fn images_of(object: &Value, kind: Kind) -> Vec<String> {
     }
 }
 
-/// Watches `kind` into `inventory` until the stream ends: a list, then a
-/// watch, restarted with kube-runtime's backoff after errors. A kind the
-/// syncer may not read (403, or not served: 404) is given up with a message.
+/// How often, at most, a kind the API server refuses is asked for again
+/// (between half of this and all of it, jittered): a CRD installed, or
+/// access granted, is picked up within this, without a restart.
+pub const RECHECK: Duration = Duration::from_secs(30);
+
+/// Watches `kind` into `inventory` for as long as the syncer runs: a list,
+/// then a watch (kube-runtime's watcher: it resumes from the last resource
+/// version or bookmark when a watch ends or breaks, and lists again on
+/// 410 Gone), each failure followed by a jittered, doubling pause that
+/// honours `Retry-After` ([`pace`](super::pace)). A kind the API server
+/// refuses (404: not served; 403: not allowed) is asked for again every
+/// [`RECHECK`].
 pub async fn watch(
     client: Client,
     kind: Watched,
     resource: ApiResource,
     inventory: Arc<Inventory>,
+    pace: Arc<Pace>,
+    metrics: Arc<Status>,
 ) {
-    let api: Api<DynamicObject> = Api::all_with(client, &resource);
-    // The list is served from the API server's cache (resourceVersion=0).
-    let config = watcher::Config::default().any_semantic();
-    let mut events = watcher::watcher(api, config).default_backoff().boxed();
-    while let Some(event) = events.next().await {
-        match event {
-            Ok(event) => inventory.apply(kind, event),
-            Err(error) => {
-                if let Some(code) = refused(&error) {
-                    let why = format!("cannot watch {} ({code}): {error}", resource.plural);
-                    if matches!((kind, code), (Watched::Capacity(_), 404)) {
-                        eprintln!(
-                            "os-placement facts sync: {}.{} is not served (no Karpenter): no launchable capacity from it",
-                            resource.plural, resource.group
-                        );
-                    } else {
-                        eprintln!(
-                            "os-placement facts sync: skipping {}: {error}",
-                            resource.plural
-                        );
+    let mut backoff = Backoff::default();
+    loop {
+        let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+        // The list is served from the API server's cache (resourceVersion=0);
+        // bookmarks are asked for (the watcher's default).
+        let config = watcher::Config::default().any_semantic();
+        let mut events = watcher::watcher(api, config).boxed();
+        let mut failing = false;
+        let refusal = loop {
+            match events.next().await {
+                // The watcher's own mark that it lists again: no answer yet.
+                Some(Ok(Event::Init)) => inventory.apply(kind, Event::Init),
+                Some(Ok(event)) => {
+                    if std::mem::take(&mut failing) {
+                        backoff.reset();
+                        pace.wake();
                     }
-                    inventory.skip(kind, why);
-                    return;
+                    inventory.apply(kind, event);
                 }
-                inventory.fail(kind);
-                eprintln!(
-                    "os-placement facts sync: watching {} failed, retrying: {error}",
-                    resource.plural
-                );
+                Some(Err(error)) => {
+                    if let Some(code) = refused(&error) {
+                        break Some(code);
+                    }
+                    metrics.metrics.watch_error(kind.name());
+                    if let Some(after) = asked_to_wait(&error) {
+                        pace.retry_after(after);
+                    }
+                    inventory.fail(kind, &error.to_string());
+                    failing = true;
+                    // A 410 the watcher does not relist on by itself (an
+                    // answer to the request, not an event): start over.
+                    let gone = code_of(&error) == Some(410);
+                    pace.wait(backoff.delay()).await;
+                    if gone {
+                        break None;
+                    }
+                }
+                None => break None,
             }
+        };
+        if let Some(code) = refusal {
+            inventory.refuse(kind, code, refusal_message(kind, &resource, code));
+            tokio::time::sleep(jittered(RECHECK)).await;
         }
     }
 }
 
-/// The HTTP status of an error that retrying does not mend.
-fn refused(error: &watcher::Error) -> Option<u16> {
-    let api = match error {
+/// What the log says once when the API server refuses `kind`.
+fn refusal_message(kind: Watched, resource: &ApiResource, code: u16) -> String {
+    let name = if resource.group.is_empty() {
+        resource.plural.clone()
+    } else {
+        format!("{}.{}", resource.plural, resource.group)
+    };
+    match (kind, code) {
+        (Watched::Capacity(_), 404) => format!(
+            "{name} is not served (no Karpenter): no launchable capacity from it; asked again within {RECHECK:?}"
+        ),
+        (_, 404) => format!("{name} is not served: its objects are left out of the facts; asked again within {RECHECK:?}"),
+        _ => format!(
+            "{name} may not be read ({code}): grant the syncer's ServiceAccount list and watch on it; asked again within {RECHECK:?}"
+        ),
+    }
+}
+
+/// The HTTP status an error carries, in any of the watcher's forms.
+fn code_of(error: &watcher::Error) -> Option<u16> {
+    match error {
         watcher::Error::InitialListFailed(kube::Error::Api(status))
-        | watcher::Error::WatchStartFailed(kube::Error::Api(status)) => status,
+        | watcher::Error::WatchStartFailed(kube::Error::Api(status))
+        | watcher::Error::WatchFailed(kube::Error::Api(status))
+        | watcher::Error::WatchError(status) => Some(status.code),
+        _ => None,
+    }
+}
+
+/// The HTTP status of an error that retrying soon does not mend: the kind
+/// is not served (404, its CRD removed) or not allowed (403).
+fn refused(error: &watcher::Error) -> Option<u16> {
+    code_of(error).filter(|code| matches!(code, 403 | 404))
+}
+
+/// The wait a 429's or 503's Status asks for (`details.retryAfterSeconds`).
+fn asked_to_wait(error: &watcher::Error) -> Option<Duration> {
+    let status = match error {
+        watcher::Error::InitialListFailed(kube::Error::Api(status))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(status))
+        | watcher::Error::WatchFailed(kube::Error::Api(status))
+        | watcher::Error::WatchError(status) => status,
         _ => return None,
     };
-    matches!(api.code, 403 | 404).then_some(api.code)
+    let seconds = status.details.as_ref()?.retry_after_seconds;
+    (seconds > 0).then(|| Duration::from_secs(u64::from(seconds)))
 }
 
 #[cfg(test)]
@@ -459,33 +779,138 @@ mod tests {
         );
     }
 
+    fn list(inventory: &Inventory, kind: Watched, objects: Vec<DynamicObject>) {
+        inventory.apply(kind, Event::Init);
+        for object in objects {
+            inventory.apply(kind, Event::InitApply(object));
+        }
+        inventory.apply(kind, Event::InitDone);
+    }
+
+    fn windows_node(name: &str) -> DynamicObject {
+        object(
+            json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+            "status": {"nodeInfo": {"operatingSystem": "windows", "kernelVersion": "10.0.20348.1"}}}),
+        )
+    }
+
     #[test]
-    fn the_inventory_is_complete_once_every_kind_is_listed_or_given_up() {
+    fn the_inventory_is_complete_once_every_kind_is_listed_or_refused() {
         let inventory = Inventory::default();
         for (kind, _) in Watched::all() {
             assert!(!inventory.snapshot().complete);
+            assert!(!inventory.synced());
             if kind == Watched::RuntimeClass {
-                inventory.skip(kind, "forbidden".into());
+                inventory.refuse(kind, 403, "forbidden".into());
             } else {
-                inventory.apply(kind, Event::Init);
-                inventory.apply(kind, Event::InitDone);
+                list(&inventory, kind, Vec::new());
             }
         }
         assert!(inventory.snapshot().complete);
         assert!(inventory.synced());
-        assert_eq!(inventory.skipped().len(), 1);
-        // A failing watch is not synced until its next event.
-        inventory.fail(Watched::Node);
-        assert!(!inventory.synced());
-        inventory.apply(Watched::Node, Event::Init);
-        assert!(inventory.synced());
-        let node = object(
-            json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "w"},
-            "status": {"nodeInfo": {"operatingSystem": "windows", "kernelVersion": "10.0.20348.1"}}}),
-        );
-        inventory.apply(Watched::Node, Event::Apply(node));
+        // Refused before it was ever listed: no RuntimeClasses published.
+        let snapshot = inventory.snapshot();
+        assert!(snapshot.unpublished.contains(&Watched::RuntimeClass));
+        assert!(!snapshot.unpublished.contains(&Watched::Node));
+        let health = inventory.health();
+        let runtime = health.iter().find(|h| h.kind == "RuntimeClass").unwrap();
+        assert_eq!(runtime.refused, Some(403));
+        inventory.apply(Watched::Node, Event::Apply(windows_node("w")));
         let nodes = inventory.snapshot().nodes;
         assert_eq!(nodes[0].windows_build.as_deref(), Some("10.0.20348"));
+    }
+
+    /// A watch failing after its first list holds nothing up: the kind
+    /// keeps what it listed, the facts stay publishable, and it recovers
+    /// at its next event or once a read of it succeeded after the error.
+    #[test]
+    fn a_failing_watch_keeps_its_objects_and_never_blocks_publishing() {
+        let inventory = Inventory::default();
+        for (kind, _) in Watched::all() {
+            list(&inventory, kind, Vec::new());
+        }
+        list(&inventory, Watched::Node, vec![windows_node("w")]);
+        let version = inventory.version();
+        inventory.fail(Watched::Node, "connection reset");
+        inventory.fail(Watched::Node, "connection reset");
+        assert!(inventory.synced());
+        assert_eq!(inventory.snapshot().nodes.len(), 1);
+        assert_eq!(inventory.version(), version, "a failure changes no fact");
+        let node_health = |inventory: &Inventory| {
+            inventory
+                .health()
+                .into_iter()
+                .find(|h| h.kind == "Node")
+                .unwrap()
+        };
+        assert!(node_health(&inventory).recovering_since.is_some());
+        // A read before the error, or one just after it, does not confirm.
+        let before = Instant::now().checked_sub(Duration::from_secs(5)).unwrap();
+        inventory.confirm(|_| Some(before));
+        assert!(node_health(&inventory).recovering_since.is_some());
+        inventory.confirm(|_| Some(Instant::now()));
+        assert!(
+            node_health(&inventory).recovering_since.is_some(),
+            "confirmed within {CONFIRMED_AFTER:?} of the error"
+        );
+        // Any event ends it at once.
+        inventory.apply(Watched::Node, Event::Apply(windows_node("w2")));
+        assert_eq!(node_health(&inventory).recovering_since, None);
+        // A relist in progress does not; its end does.
+        inventory.fail(Watched::Workload(Kind::Pod), "410");
+        inventory.apply(Watched::Workload(Kind::Pod), Event::Init);
+        assert!(inventory
+            .health()
+            .iter()
+            .any(|h| h.recovering_since.is_some()));
+        inventory.apply(Watched::Workload(Kind::Pod), Event::InitDone);
+        assert!(inventory
+            .health()
+            .iter()
+            .all(|h| h.recovering_since.is_none()));
+    }
+
+    #[test]
+    fn a_kind_failing_past_the_bound_is_published_as_stale_until_it_answers() {
+        let inventory = Inventory::default();
+        for (kind, _) in Watched::all() {
+            list(&inventory, kind, Vec::new());
+        }
+        inventory.fail(Watched::Node, "500");
+        inventory.check_stale(Duration::from_secs(300));
+        assert!(inventory.snapshot().stale.is_empty());
+        let version = inventory.version();
+        inventory.check_stale(Duration::ZERO);
+        let snapshot = inventory.snapshot();
+        assert_eq!(snapshot.stale.len(), 1);
+        assert_eq!(snapshot.stale[0].kind, "Node");
+        assert!(snapshot.version > version, "stale is a change to publish");
+        // Marked once.
+        inventory.check_stale(Duration::ZERO);
+        assert_eq!(inventory.snapshot().version, snapshot.version);
+        inventory.apply(Watched::Node, Event::Init);
+        inventory.apply(Watched::Node, Event::InitDone);
+        assert!(inventory.snapshot().stale.is_empty());
+    }
+
+    /// A kind that cannot be listed from the start holds the first
+    /// publication for at most `FIRST_LIST_WAIT`, then counts as stale.
+    #[test]
+    fn a_kind_never_listed_stops_holding_the_first_publication_once_stale() {
+        let inventory = Inventory::default();
+        for (kind, _) in Watched::all() {
+            if kind != Watched::RuntimeClass {
+                list(&inventory, kind, Vec::new());
+            }
+        }
+        inventory.fail(Watched::RuntimeClass, "500");
+        inventory.check_stale(Duration::from_secs(300));
+        assert!(!inventory.synced(), "within FIRST_LIST_WAIT");
+        inventory.check_stale(Duration::ZERO);
+        assert!(inventory.synced());
+        let snapshot = inventory.snapshot();
+        assert!(snapshot.unpublished.contains(&Watched::RuntimeClass));
+        assert_eq!(snapshot.stale[0].kind, "RuntimeClass");
     }
 
     /// NodePools and their classes become launchable entries after the
@@ -532,5 +957,63 @@ mod tests {
             )),
         );
         assert!(inventory.snapshot().nodes.is_empty());
+    }
+
+    /// Karpenter's CRDs removed at runtime (404): their objects leave the
+    /// facts at once, a NodePool whose class kind is gone is left out
+    /// rather than published as blocked, and a relist brings them back.
+    #[test]
+    fn kinds_no_longer_served_leave_the_facts_and_come_back_when_listed() {
+        let inventory = Inventory::default();
+        for (kind, _) in Watched::all() {
+            list(&inventory, kind, Vec::new());
+        }
+        let pool = object(json!({"apiVersion": "karpenter.sh/v1", "kind": "NodePool",
+            "metadata": {"name": "w"},
+            "spec": {"template": {"spec": {"nodeClassRef":
+                {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "w"}}}}}));
+        let class = object(
+            json!({"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass",
+            "metadata": {"name": "w"}, "spec": {"amiSelectorTerms": [{"alias": "windows2022@latest"}]},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]}}),
+        );
+        list(
+            &inventory,
+            Watched::Capacity("NodePool"),
+            vec![pool.clone()],
+        );
+        list(
+            &inventory,
+            Watched::Capacity("EC2NodeClass"),
+            vec![class.clone()],
+        );
+        list(&inventory, Watched::Node, vec![windows_node("n")]);
+        assert_eq!(inventory.snapshot().nodes.len(), 2);
+        let version = inventory.version();
+        inventory.refuse(Watched::Capacity("EC2NodeClass"), 404, "gone".into());
+        let snapshot = inventory.snapshot();
+        assert!(snapshot.version > version);
+        // Only the Node: the NodePool is not published as blocked.
+        assert_eq!(snapshot.nodes.len(), 1, "{:?}", snapshot.nodes);
+        assert_eq!(snapshot.nodes[0].name, "n");
+        assert!(snapshot.complete && inventory.synced());
+        // Refused again: nothing changes, nothing is said again.
+        inventory.refuse(Watched::Capacity("EC2NodeClass"), 404, "gone".into());
+        assert_eq!(inventory.version(), snapshot.version);
+        // Negative: a 403 keeps what was listed.
+        inventory.refuse(Watched::Node, 403, "forbidden".into());
+        assert_eq!(inventory.snapshot().nodes.len(), 1);
+        assert!(!inventory.snapshot().unpublished.contains(&Watched::Node));
+        // Installed again: listed, served, the NodePool launches again.
+        list(&inventory, Watched::Capacity("EC2NodeClass"), vec![class]);
+        let nodes = inventory.snapshot().nodes;
+        assert_eq!(nodes.len(), 2);
+        assert!(nodes
+            .iter()
+            .any(|n| n.describe() == "NodePool w (none yet)" && n.usable()));
+        let health = inventory.health();
+        assert!(health
+            .iter()
+            .all(|h| h.kind == "Node" || h.refused.is_none()));
     }
 }

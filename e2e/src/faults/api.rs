@@ -11,6 +11,15 @@
 //! policy-server answered from its informer cache, and count what each
 //! client asked for. A kubeconfig for it is written by
 //! [`FakeApi::kubeconfig`] ([`FakeApi::kubeconfig_as`] for a client of its own).
+//!
+//! The faults a real API server has, on demand, as the API conventions
+//! describe them: watches closed or broken ([`FakeApi::reset_watches`]),
+//! `BOOKMARK` events where `allowWatchBookmarks` asks for them, a bounded
+//! event history whose compacted versions answer a watch with a `410
+//! Expired` ERROR event ([`FakeApi::compact`]), lists and watches answered
+//! 500, 429 with `Retry-After` or 410 ([`FakeApi::fault`]), and API groups
+//! removed and restored at runtime as CRDs are ([`FakeApi::unserve`],
+//! [`FakeApi::serve`]).
 
 use std::net::TcpStream;
 use std::path::Path;
@@ -21,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::http::{chunk, listen, read_request, respond, start_chunked, Request};
+use super::http::{chunk, listen, read_request, respond, respond_with, start_chunked, Request};
 use crate::error::Error;
 use crate::selector;
 
@@ -99,7 +108,27 @@ struct Store {
     objects: std::collections::BTreeMap<Identity, Value>,
     version: u64,
     events: Vec<(u64, &'static str, Value)>,
+    /// Versions up to this one are compacted: a watch from before it is
+    /// answered 410 Expired.
+    compacted: u64,
     seen: Vec<Seen>,
+}
+
+/// What lists and watches are answered while a fault is on
+/// ([`FakeApi::fault`]); writes and single objects are answered as usual.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApiFault {
+    /// 500 Internal Server Error.
+    ServerError,
+    /// 429 Too Many Requests, with `Retry-After` (and the Status's
+    /// `retryAfterSeconds`) of this many seconds, as API Priority and
+    /// Fairness answers.
+    TooManyRequests(u32),
+    /// Watches: a `410 Expired` ERROR event; lists: 410 for a `continue`
+    /// token, 500 otherwise.
+    Gone,
+    /// 500, 429 (1 s) and 410 in turn, request by request.
+    Mixed,
 }
 
 struct Shared {
@@ -110,6 +139,14 @@ struct Shared {
     stalled: AtomicBool,
     /// API groups not served (their CRDs not installed).
     unserved: Mutex<Vec<String>>,
+    /// Bumped by [`FakeApi::reset_watches`]: open watches break.
+    resets: std::sync::atomic::AtomicU64,
+    /// The fault lists and watches are answered with, if any.
+    fault: Mutex<Option<ApiFault>>,
+    /// Requests answered with a fault, for [`ApiFault::Mixed`]'s turns.
+    faulted: std::sync::atomic::AtomicU64,
+    /// How often a watch that asked for bookmarks gets one, milliseconds.
+    bookmark_every: std::sync::atomic::AtomicU64,
 }
 
 impl Shared {
@@ -138,6 +175,10 @@ impl FakeApi {
             stop: AtomicBool::new(false),
             stalled: AtomicBool::new(false),
             unserved: Mutex::new(Vec::new()),
+            resets: std::sync::atomic::AtomicU64::new(0),
+            fault: Mutex::new(None),
+            faulted: std::sync::atomic::AtomicU64::new(0),
+            bookmark_every: std::sync::atomic::AtomicU64::new(5_000),
         });
         for object in objects {
             write(&shared, object, "ADDED");
@@ -202,11 +243,72 @@ impl FakeApi {
     }
 
     /// From now on, `group_version` (`karpenter.sh/v1`) is not served: as
-    /// on a cluster without those CRDs, its paths answer 404.
+    /// on a cluster without those CRDs, its paths answer 404. As when a
+    /// CRD is deleted, its objects are deleted first (a DELETED event
+    /// each), then its open watches end.
     pub fn unserve(&self, group_version: &str) {
+        let mut store = self.shared.lock();
+        let gone: Vec<Identity> = store
+            .objects
+            .iter()
+            .filter(|(_, o)| *at(o, &["apiVersion"]) == group_version)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in gone {
+            if let Some(object) = store.objects.remove(&id) {
+                store.version += 1;
+                let version = store.version;
+                store.events.push((version, "DELETED", object));
+            }
+        }
+        drop(store);
+        self.shared.changed.notify_all();
+        // The DELETED events reach the open watches before they end.
+        std::thread::sleep(Duration::from_millis(400));
         if let Ok(mut unserved) = self.shared.unserved.lock() {
             unserved.push(group_version.to_string());
         }
+    }
+
+    /// `group_version` is served again (its CRD reinstalled, empty).
+    pub fn serve(&self, group_version: &str) {
+        if let Ok(mut unserved) = self.shared.unserved.lock() {
+            unserved.retain(|u| u != group_version);
+        }
+    }
+
+    /// Every open watch breaks now: its connection is shut down without
+    /// the end of its chunked body, as a load balancer's reset or an API
+    /// server's restart leaves it. The clients resume from their last
+    /// resource version.
+    pub fn reset_watches(&self) {
+        self.shared.resets.fetch_add(1, Ordering::SeqCst);
+        self.shared.changed.notify_all();
+    }
+
+    /// Lists and watches are answered with `fault` from now on (`None`:
+    /// answered again). A fault also breaks the open watches.
+    pub fn fault(&self, fault: Option<ApiFault>) {
+        if let Ok(mut current) = self.shared.fault.lock() {
+            *current = fault;
+        }
+        if fault.is_some() {
+            self.reset_watches();
+        }
+    }
+
+    /// Forgets the event history up to now, as etcd's compaction does: a
+    /// watch resuming from an older version is answered 410 Expired.
+    pub fn compact(&self) {
+        let mut store = self.shared.lock();
+        store.compacted = store.version;
+        store.events.clear();
+    }
+
+    /// A watch that asked for bookmarks gets one every `every` (5 s unless set).
+    pub fn bookmark_every(&self, every: Duration) {
+        let millis = u64::try_from(every.as_millis()).unwrap_or(u64::MAX);
+        self.shared.bookmark_every.store(millis, Ordering::SeqCst);
     }
 
     /// The requests seen so far.
@@ -387,6 +489,12 @@ fn serve(stream: &TcpStream, shared: &Shared) {
         }
         _ => true,
     });
+    let collection_read = request.method == "GET" && matches!(target, Some(Target::Collection(..)));
+    if collection_read {
+        if let Some(fault) = current_fault(shared) {
+            return answer_fault(stream, shared, fault, watch, &request);
+        }
+    }
     let (status, body) = match target {
         None => status(404, "NotFound", &format!("no route for {}", request.path)),
         Some(Target::Versions) => (200, json!({"kind": "APIVersions", "versions": ["v1"]})),
@@ -410,6 +518,71 @@ fn serve(stream: &TcpStream, shared: &Shared) {
         "application/json",
         body.to_string().as_bytes(),
     );
+}
+
+fn current_fault(shared: &Shared) -> Option<ApiFault> {
+    *shared
+        .fault
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Answers a list or watch with `fault`.
+fn answer_fault(
+    stream: &TcpStream,
+    shared: &Shared,
+    fault: ApiFault,
+    watch: bool,
+    request: &Request,
+) {
+    let turn = shared.faulted.fetch_add(1, Ordering::SeqCst);
+    let fault = match fault {
+        ApiFault::Mixed => match turn % 3 {
+            0 => ApiFault::ServerError,
+            1 => ApiFault::TooManyRequests(1),
+            _ => ApiFault::Gone,
+        },
+        fault => fault,
+    };
+    let (code, body, retry_after) = match fault {
+        ApiFault::TooManyRequests(seconds) => {
+            let (code, mut body) = status(
+                429,
+                "TooManyRequests",
+                "Too many requests, please try again later.",
+            );
+            body["details"] = json!({"retryAfterSeconds": seconds});
+            (code, body, Some(seconds.to_string()))
+        }
+        ApiFault::Gone if watch => {
+            // As the watch cache answers a too old version: 200, then an ERROR event.
+            if start_chunked(stream, "application/json").is_ok() {
+                let (_, body) = status(410, "Expired", "too old resource version");
+                let event = json!({"type": "ERROR", "object": body});
+                let _ = chunk(stream, format!("{event}\n").as_bytes());
+                let _ = chunk(stream, b"");
+            }
+            return;
+        }
+        ApiFault::Gone if request.param("continue").is_some() => {
+            let (code, body) = status(410, "Expired", "the provided continue parameter is too old");
+            (code, body, None)
+        }
+        _ => {
+            let (code, body) = status(
+                500,
+                "InternalError",
+                "an error on the server has prevented the request from succeeding",
+            );
+            (code, body, None)
+        }
+    };
+    let text = body.to_string();
+    let mut headers = vec![("Content-Type", "application/json")];
+    if let Some(after) = retry_after.as_deref() {
+        headers.push(("Retry-After", after));
+    }
+    respond_with(stream, code, &headers, text.as_bytes());
 }
 
 fn status(code: u16, reason: &str, message: &str) -> (u16, Value) {
@@ -527,6 +700,12 @@ fn watch_collection(
         .param("resourceVersion")
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
+    let bookmarks = matches!(request.param("allowWatchBookmarks"), Some("true" | "1"));
+    let resets = shared.resets.load(Ordering::SeqCst);
+    let expired = {
+        let store = shared.lock();
+        from != 0 && from < store.compacted
+    };
     let limit = request
         .param("timeoutSeconds")
         .and_then(|v| v.parse().ok())
@@ -536,11 +715,43 @@ fn watch_collection(
     if start_chunked(stream, "application/json").is_err() {
         return;
     }
+    if expired {
+        let (_, body) = status(410, "Expired", &format!("too old resource version: {from}"));
+        let event = json!({"type": "ERROR", "object": body});
+        let _ = chunk(stream, format!("{event}\n").as_bytes());
+        let _ = chunk(stream, b"");
+        return;
+    }
     let labels = selector::parse(request.param("labelSelector"));
     let started = Instant::now();
+    let mut bookmarked = Instant::now();
     while !shared.stop.load(Ordering::SeqCst) && started.elapsed() < limit {
         if shared.stalled.load(Ordering::SeqCst) {
             return hang(shared);
+        }
+        if shared.resets.load(Ordering::SeqCst) != resets {
+            // Broken off: no end of the chunked body.
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+            return;
+        }
+        let unserved = shared
+            .unserved
+            .lock()
+            .map(|u| u.iter().any(|gv| gv == resource.group_version))
+            .unwrap_or(false);
+        if unserved {
+            break;
+        }
+        let every = Duration::from_millis(shared.bookmark_every.load(Ordering::SeqCst));
+        if bookmarks && bookmarked.elapsed() >= every {
+            bookmarked = Instant::now();
+            // Every event up to `from` was sent: the client may resume there.
+            let event = json!({"type": "BOOKMARK", "object": {"kind": resource.kind,
+                "apiVersion": resource.group_version,
+                "metadata": {"resourceVersion": from.to_string()}}});
+            if chunk(stream, format!("{event}\n").as_bytes()).is_err() {
+                return;
+            }
         }
         let store = shared.lock();
         // Events are in version order: only those after `from` are read.

@@ -174,6 +174,8 @@ fn reason(status: u16) -> &'static str {
         404 => "Not Found",
         409 => "Conflict",
         410 => "Gone",
+        429 => "Too Many Requests",
+        503 => "Service Unavailable",
         500 => "Internal Server Error",
         _ => "Status",
     }

@@ -16,6 +16,7 @@
 //! latency, and where facts are missing a warning names the image. It also
 //! asserts that `registry` stalls on a hanging registry, so the fault is real.
 
+mod api_faults;
 mod first_pods;
 mod setup;
 mod syncer;

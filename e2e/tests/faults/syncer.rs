@@ -24,19 +24,19 @@ use super::setup::{cli_binary, deployment};
 /// Pods in the cluster, spread over this many images and namespaces.
 const PODS: usize = 10_000;
 const IMAGES: usize = 400;
-const NODES: usize = 200;
+pub(super) const NODES: usize = 200;
 
 /// No registry listens there: every lookup fails at once, and is published
 /// as a failed lookup. It is on 127.0.0.1, so it must be allowed.
-const NO_REGISTRY: &str = "127.0.0.1:9";
+pub(super) const NO_REGISTRY: &str = "127.0.0.1:9";
 
 /// The syncer's defaults: the heartbeat's interval, the Lease's duration.
 const HEARTBEAT: Duration = Duration::from_secs(20);
 const LEASE: Duration = Duration::from_secs(15);
 
-const CLUSTER_MAP: &str = "os-placement-facts-cluster";
+pub(super) const CLUSTER_MAP: &str = "os-placement-facts-cluster";
 
-fn pod(i: usize) -> Value {
+pub(super) fn pod(i: usize) -> Value {
     json!({"apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": format!("app-{i}"), "namespace": format!("team-{}", i % 50)},
         "spec": {"nodeName": format!("node-{}", i % NODES), "containers": [
@@ -44,7 +44,7 @@ fn pod(i: usize) -> Value {
             {"name": "proxy", "image": format!("{NO_REGISTRY}/mesh/proxy:1.{}", i % 3)}]}})
 }
 
-fn node(i: usize) -> Value {
+pub(super) fn node(i: usize) -> Value {
     let os = if i % 10 == 3 { "windows" } else { "linux" };
     json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": format!("node-{i}"),
         "labels": {"kubernetes.io/os": os, "kubernetes.io/hostname": format!("node-{i}"),
@@ -63,7 +63,7 @@ fn cluster() -> Vec<Value> {
 }
 
 /// What a request was: `LIST pods`, `WATCH nodes`, `PUT configmaps`...
-fn kind(s: &Seen) -> String {
+pub(super) fn kind(s: &Seen) -> String {
     let verb = match (s.method.as_str(), s.watch) {
         ("GET", true) => "WATCH",
         ("GET", false) if s.path.rsplit('/').next().is_some_and(|p| p.ends_with('s')) => "LIST",
@@ -79,7 +79,7 @@ fn kind(s: &Seen) -> String {
 }
 
 /// Requests by kind.
-fn tally<'a>(seen: impl IntoIterator<Item = &'a Seen>) -> BTreeMap<String, usize> {
+pub(super) fn tally<'a>(seen: impl IntoIterator<Item = &'a Seen>) -> BTreeMap<String, usize> {
     let mut counts = BTreeMap::new();
     for s in seen {
         *counts.entry(kind(s)).or_insert(0) += 1;
@@ -87,12 +87,12 @@ fn tally<'a>(seen: impl IntoIterator<Item = &'a Seen>) -> BTreeMap<String, usize
     counts
 }
 
-fn is_write(s: &Seen) -> bool {
+pub(super) fn is_write(s: &Seen) -> bool {
     matches!(s.method.as_str(), "POST" | "PUT" | "DELETE")
 }
 
 /// Writes of ConfigMaps other than the cluster's (which the heartbeat rewrites).
-fn shard_writes(seen: &[Seen]) -> usize {
+pub(super) fn shard_writes(seen: &[Seen]) -> usize {
     seen.iter()
         .filter(|s| is_write(s) && s.path.contains("/configmaps") && !s.path.ends_with(CLUSTER_MAP))
         .count()
@@ -115,7 +115,7 @@ fn config_map<'a>(maps: &'a [Value], name: &str) -> Option<&'a Value> {
 }
 
 /// Whether a published shard lists `image`.
-fn published(api: &FakeApi, image: &str) -> bool {
+pub(super) fn published(api: &FakeApi, image: &str) -> bool {
     api.objects("ConfigMap").iter().any(|m| {
         m["data"]["images"]
             .as_str()
@@ -123,12 +123,12 @@ fn published(api: &FakeApi, image: &str) -> bool {
     })
 }
 
-fn cluster_nodes(api: &FakeApi) -> Option<u64> {
+pub(super) fn cluster_nodes(api: &FakeApi) -> Option<u64> {
     cluster_document(api)?["nodes"].as_u64()
 }
 
 /// The heartbeat in the published cluster document.
-fn heartbeat(api: &FakeApi) -> Option<(u64, u64)> {
+pub(super) fn heartbeat(api: &FakeApi) -> Option<(u64, u64)> {
     let document = cluster_document(api)?;
     Some((
         document["syncer"]["at"].as_u64()?,
@@ -137,7 +137,7 @@ fn heartbeat(api: &FakeApi) -> Option<(u64, u64)> {
 }
 
 /// The Lease's holder, when one holds it.
-fn holder(api: &FakeApi) -> Option<String> {
+pub(super) fn holder(api: &FakeApi) -> Option<String> {
     let lease = api.objects("Lease").into_iter().next()?;
     lease["spec"]["holderIdentity"]
         .as_str()
@@ -155,8 +155,8 @@ fn peak_memory(pid: u32) -> Option<u64> {
 }
 
 /// One `os-placement facts sync` process, its requests sent with its own token.
-struct Replica {
-    name: &'static str,
+pub(super) struct Replica {
+    pub(super) name: &'static str,
     child: Child,
     log: PathBuf,
     port: u16,
@@ -164,12 +164,24 @@ struct Replica {
 
 impl Replica {
     fn spawn(cli: &Path, api: &FakeApi, dir: &Path, name: &'static str) -> Replica {
+        Replica::spawn_with(cli, api, dir, name, &[])
+    }
+
+    /// A replica with `args` besides the defaults.
+    pub(super) fn spawn_with(
+        cli: &Path,
+        api: &FakeApi,
+        dir: &Path,
+        name: &'static str,
+        args: &[&str],
+    ) -> Replica {
         let kubeconfig = dir.join(format!("{name}.kubeconfig"));
         api.kubeconfig_as(&kubeconfig, name).unwrap();
         let port = os_placement_e2e::registry::free_port().unwrap();
         let log = dir.join(format!("{name}.log"));
         let child = syncer_command(cli, &kubeconfig, &log, "1s")
             .args(["--metrics-address", &format!("127.0.0.1:{port}")])
+            .args(args)
             .spawn()
             .unwrap();
         Replica {
@@ -180,12 +192,12 @@ impl Replica {
         }
     }
 
-    fn logged(&self) -> String {
+    pub(super) fn logged(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
     /// The status and body of GET `path` on its metrics port.
-    fn get(&self, path: &str) -> Option<(u16, String)> {
+    pub(super) fn get(&self, path: &str) -> Option<(u16, String)> {
         let answer = http(self.port, "GET", path, &[], b"").ok()?;
         Some((
             answer.status,
@@ -194,13 +206,13 @@ impl Replica {
     }
 
     /// The value of a metric (a line `name value`).
-    fn metric(&self, name: &str) -> Option<String> {
+    pub(super) fn metric(&self, name: &str) -> Option<String> {
         let (_, text) = self.get("/metrics")?;
         text.lines()
             .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ').map(str::to_owned))
     }
 
-    fn leads(&self) -> bool {
+    pub(super) fn leads(&self) -> bool {
         self.metric("os_placement_sync_leader").as_deref() == Some("1")
     }
 
@@ -209,7 +221,7 @@ impl Replica {
     }
 
     /// Its requests among `seen`.
-    fn of<'a>(&self, seen: &'a [Seen]) -> Vec<&'a Seen> {
+    pub(super) fn of<'a>(&self, seen: &'a [Seen]) -> Vec<&'a Seen> {
         seen.iter()
             .filter(|s| s.token.as_deref() == Some(self.name))
             .collect()
@@ -273,7 +285,7 @@ fn spawn_syncer(cli: &Path, kubeconfig: &Path, log: &Path) -> Child {
 }
 
 /// Whether `replica` wrote a ConfigMap among `seen` from `from` on.
-fn writes_since(replica: &Replica, seen: &[Seen], from: usize) -> bool {
+pub(super) fn writes_since(replica: &Replica, seen: &[Seen], from: usize) -> bool {
     replica
         .of(seen.get(from..).unwrap_or_default())
         .iter()
@@ -281,13 +293,13 @@ fn writes_since(replica: &Replica, seen: &[Seen], from: usize) -> bool {
 }
 
 /// Two replicas on one fake API, and what each asked.
-struct Pair {
-    api: FakeApi,
-    replicas: [Replica; 2],
+pub(super) struct Pair {
+    pub(super) api: FakeApi,
+    pub(super) replicas: [Replica; 2],
 }
 
 impl Pair {
-    fn logged(&self) -> String {
+    pub(super) fn logged(&self) -> String {
         self.replicas
             .iter()
             .map(|r| format!("{}:\n{}", r.name, r.logged()))
@@ -295,7 +307,7 @@ impl Pair {
     }
 
     /// The leader and the standby, once exactly one leads.
-    fn roles(&self) -> (&Replica, &Replica) {
+    pub(super) fn roles(&self) -> (&Replica, &Replica) {
         let leaders = self.replicas.iter().filter(|r| r.leads()).count();
         assert_eq!(leaders, 1, "{}", self.logged());
         let [a, b] = &self.replicas;
@@ -653,7 +665,7 @@ fn lookups_of_large_indexes_hold_bounded_memory() {
 }
 
 /// The published cluster document, when there is one.
-fn cluster_document(api: &FakeApi) -> Option<Value> {
+pub(super) fn cluster_document(api: &FakeApi) -> Option<Value> {
     let maps = api.objects("ConfigMap");
     let index = config_map(&maps, "os-placement-facts-cluster")?["data"]["index"].as_str()?;
     serde_json::from_str(index).ok()

@@ -15,7 +15,10 @@
 //! ```
 //!
 //! `syncer` is the facts syncer's heartbeat ([`Heartbeat`]): renewed while
-//! it runs, absent from what `facts render` writes.
+//! it runs, absent from what `facts render` writes. `stale` (absent when
+//! empty) names the kinds the syncer could not read for longer than its
+//! bound, whose published facts are the last it read:
+//! `"stale": [{"kind": "Node", "since": 1795766100}]` ([`Stale`]).
 //!
 //! `nodes` and `classes` are absent when no node facts were published,
 //! `runtimeClasses` when no RuntimeClasses were. `capacity` lists what
@@ -111,6 +114,10 @@ pub struct Document<'a> {
     /// wrote the facts (`facts render`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub syncer: Option<Heartbeat>,
+    /// Cluster: the kinds the syncer could not read for longer than its
+    /// bound, whose facts are its last known ones; absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stale: Vec<Stale>,
     /// Shard: its number.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<u16>,
@@ -137,6 +144,16 @@ pub struct Heartbeat {
     pub at: u64,
     /// How often it is renewed, in seconds.
     pub every: u32,
+}
+
+/// A kind of the cluster the syncer could not read for longer than its
+/// `--stale-after`: what it last read is still published.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stale {
+    /// The kind (`Node`, `Pod`, `NodePool`, ...).
+    pub kind: String,
+    /// Since when it could not be read, in seconds since the Unix epoch.
+    pub since: u64,
 }
 
 /// How many renewal intervals may pass before a syncer counts as stopped.

@@ -29,7 +29,7 @@ pub mod read;
 pub mod render;
 
 pub use classes::{classify, NodeClasses};
-pub use document::{Heartbeat, FORMAT_VERSION, MISSED_HEARTBEATS};
+pub use document::{Heartbeat, Stale, FORMAT_VERSION, MISSED_HEARTBEATS};
 pub use key::{shard_of, Key, SHARDS};
 pub use legacy::{
     config_map_images, wanted_images, PublishedProblem, CONFIG_MAP_PREFIX, IMAGE_FACTS_KEY,

@@ -12,7 +12,7 @@ use crate::input::facts::{ClusterRuntimeClass, ImageFacts};
 use crate::input::node::Node;
 use crate::input::published::classes::{classify, NodeClasses};
 use crate::input::published::document::{
-    value_code, Document, Heartbeat, PublishedCapacity, PublishedClass, PublishedValue,
+    value_code, Document, Heartbeat, PublishedCapacity, PublishedClass, PublishedValue, Stale,
     FORMAT_VERSION, MAX_VALUES,
 };
 use crate::input::published::key::{Key, SHARDS};
@@ -42,6 +42,8 @@ pub struct Sources<'a> {
     pub resolved_at: Option<&'a BTreeMap<String, u64>>,
     /// The syncer's heartbeat; `None` for facts no syncer keeps (`facts render`).
     pub syncer: Option<Heartbeat>,
+    /// The kinds the syncer could not read for too long (`Document::stale`).
+    pub stale: &'a [Stale],
 }
 
 static NO_IMAGES: SortedMap<String, ImageFacts> = SortedMap::new();
@@ -54,6 +56,7 @@ impl Default for Sources<'_> {
             images: &NO_IMAGES,
             resolved_at: None,
             syncer: None,
+            stale: &[],
         }
     }
 }
@@ -128,6 +131,7 @@ fn cluster_config_map(
             .collect(),
         runtime_classes: sources.runtime_classes.cloned(),
         syncer: sources.syncer,
+        stale: sources.stale.to_vec(),
         ..Document::default()
     };
     let index = serde_json::to_string(&document).unwrap_or_default();

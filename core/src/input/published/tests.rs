@@ -253,6 +253,7 @@ fn nodes_are_classes_and_the_nodes_a_pod_names_are_looked_up() {
             images: &SortedMap::new(),
             resolved_at: None,
             syncer: None,
+            stale: &[],
         },
         "facts",
     );
