@@ -543,3 +543,55 @@ fn capacity_is_published_apart_and_read_back() {
         .unwrap()
         .contains("capacity"));
 }
+
+/// Kinds the syncer could not read for too long are named in the cluster
+/// document, and only there; readers of format 1 read the rest as before.
+#[test]
+fn stale_kinds_are_named_in_the_cluster_document_and_readers_go_on() {
+    let images = images();
+    let stale = [crate::input::published::Stale {
+        kind: "Node".to_string(),
+        since: 1_795_766_100,
+    }];
+    let maps = config_maps(
+        &Sources {
+            images: &images,
+            stale: &stale,
+            ..Sources::default()
+        },
+        "os-placement",
+    );
+    let index: Value = serde_json::from_str(maps[0]["data"]["index"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        index["stale"],
+        serde_json::json!([{"kind": "Node", "since": 1_795_766_100}])
+    );
+    for shard in &maps[1..] {
+        assert!(!shard["data"]["index"].as_str().unwrap().contains("stale"));
+    }
+    let wanted = ["corp/win:1".to_string()];
+    let found = read(
+        maps_of(&maps),
+        &Wanted {
+            images: &wanted,
+            ..Wanted::default()
+        },
+    );
+    assert!(found.problems.is_empty(), "{:?}", found.problems);
+    assert_eq!(
+        found.image_facts(&wanted).get("corp/win:1"),
+        images.get("corp/win:1")
+    );
+    // Negative: none stale, no key at all.
+    let plain = config_maps(
+        &Sources {
+            images: &images,
+            ..Sources::default()
+        },
+        "os-placement",
+    );
+    assert!(!plain[0]["data"]["index"]
+        .as_str()
+        .unwrap()
+        .contains("stale"));
+}
