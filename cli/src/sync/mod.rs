@@ -71,7 +71,7 @@ async fn sync(args: &SyncArgs) -> Result<(), SyncError> {
     let status = Arc::new(Status::default());
     let mut paths = Vec::new();
     for (kind, resource) in Watched::all() {
-        paths.push((kind, collection_path(&resource)));
+        paths.push((kind, watch::collection_path(&resource)));
         tokio::spawn(watch::watch(
             cluster.client(),
             kind,
@@ -112,18 +112,6 @@ impl Health {
         });
         inventory.check_stale(stale_after);
         status.metrics.watches(&inventory.health());
-    }
-}
-
-/// The path of a kind's collection across namespaces, as the client asks for it.
-fn collection_path(resource: &kube::api::ApiResource) -> String {
-    if resource.group.is_empty() {
-        format!("/api/{}/{}", resource.version, resource.plural)
-    } else {
-        format!(
-            "/apis/{}/{}/{}",
-            resource.group, resource.version, resource.plural
-        )
     }
 }
 

@@ -113,7 +113,7 @@ type ObjectKey = (Option<String>, String);
 
 /// Every watched object's contribution, by kind, and how each kind's
 /// watch fares.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct Objects {
     current: HashMap<Watched, HashMap<ObjectKey, Entry>>,
     /// Objects listed since the kind's watch (re)started, not yet complete.
@@ -129,20 +129,6 @@ struct Objects {
     stale: BTreeMap<Watched, u64>,
     /// Bumped on every change.
     version: u64,
-}
-
-impl Default for Objects {
-    fn default() -> Self {
-        Objects {
-            current: HashMap::new(),
-            listing: HashMap::new(),
-            listed: BTreeSet::new(),
-            refused: BTreeMap::new(),
-            recovering: HashMap::new(),
-            stale: BTreeMap::new(),
-            version: 0,
-        }
-    }
 }
 
 /// Why the API server refuses a kind.
@@ -161,6 +147,8 @@ struct Recovering {
     since_epoch: u64,
     last_error: Instant,
     errors: u64,
+    /// Whether the log said it is failing (then it says it recovered).
+    said: bool,
 }
 
 /// A recovering watch whose collection was read successfully after its
@@ -272,24 +260,27 @@ impl Inventory {
 
     /// The watch of `kind` failed with `error`; its watcher tries again.
     /// Said once, when the kind starts failing.
+    /// A watch broken once and resumed at the first try is routine (API
+    /// servers close watches all the time): said only from the second
+    /// error in a row.
     pub fn fail(&self, kind: Watched, error: &str) {
         let mut objects = self.lock();
+        let listed = objects.listed.contains(&kind);
         let now = Instant::now();
-        if let Some(recovering) = objects.recovering.get_mut(&kind) {
-            recovering.last_error = now;
-            recovering.errors += 1;
+        let recovering = objects.recovering.entry(kind).or_insert(Recovering {
+            since: now,
+            since_epoch: epoch_now(),
+            last_error: now,
+            errors: 0,
+            said: false,
+        });
+        recovering.last_error = now;
+        recovering.errors += 1;
+        if recovering.errors < 2 || recovering.said {
             return;
         }
-        objects.recovering.insert(
-            kind,
-            Recovering {
-                since: now,
-                since_epoch: epoch_now(),
-                last_error: now,
-                errors: 1,
-            },
-        );
-        let kept = if objects.listed.contains(&kind) {
+        recovering.said = true;
+        let kept = if listed {
             "what it last listed stays published"
         } else {
             "not listed yet"
@@ -305,6 +296,9 @@ impl Inventory {
         let Some(recovering) = objects.recovering.remove(&kind) else {
             return false;
         };
+        if !recovering.said {
+            return objects.stale.remove(&kind).is_some();
+        }
         eprintln!(
             "os-placement facts sync: watching {} recovered after {:.1?} ({} errors)",
             kind.name(),
@@ -618,6 +612,8 @@ pub async fn watch(
     metrics: Arc<Status>,
 ) {
     let mut backoff = Backoff::default();
+    let path = collection_path(&resource);
+    let mut last_error: Option<Instant> = None;
     loop {
         let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
         // The list is served from the API server's cache (resourceVersion=0);
@@ -644,6 +640,13 @@ pub async fn watch(
                     if let Some(after) = asked_to_wait(&error) {
                         pace.retry_after(after);
                     }
+                    // Answered since the last error: this one starts afresh.
+                    if let (Some(at), Some(ok)) = (last_error, pace.read_ok(&path)) {
+                        if ok > at {
+                            backoff.reset();
+                        }
+                    }
+                    last_error = Some(Instant::now());
                     inventory.fail(kind, &error.to_string());
                     failing = true;
                     // A 410 the watcher does not relist on by itself (an
@@ -661,6 +664,18 @@ pub async fn watch(
             inventory.refuse(kind, code, refusal_message(kind, &resource, code));
             tokio::time::sleep(jittered(RECHECK)).await;
         }
+    }
+}
+
+/// The path of a kind's collection across namespaces, as the client asks for it.
+pub fn collection_path(resource: &ApiResource) -> String {
+    if resource.group.is_empty() {
+        format!("/api/{}/{}", resource.version, resource.plural)
+    } else {
+        format!(
+            "/apis/{}/{}/{}",
+            resource.group, resource.version, resource.plural
+        )
     }
 }
 

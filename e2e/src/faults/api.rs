@@ -551,7 +551,11 @@ fn answer_fault(
                 "TooManyRequests",
                 "Too many requests, please try again later.",
             );
-            body["details"] = json!({"retryAfterSeconds": seconds});
+            set(
+                &mut body,
+                &["details"],
+                json!({"retryAfterSeconds": seconds}),
+            );
             (code, body, Some(seconds.to_string()))
         }
         ApiFault::Gone if watch => {
