@@ -12,7 +12,8 @@
 #   make fmt / make lint   rustfmt; clippy on every crate and on the module's target
 #   make e2e-tests   the end-to-end tests through the module (e2e)
 #   make clean   remove build outputs
-#   make test-cli the CLI's tests, its verdicts compared with the .wasm's
+#   make test-cli the registry client's tests (registries on 127.0.0.1), then the CLI's,
+#                its verdicts compared with the .wasm's
 #   make bench   os-placement against the floor (bench/floor) and peer policies, warm and fresh
 #                instance, size, compile time, memory, containers (table + target/bench/bench.json);
 #                BENCH_ARGS="--baseline old.wasm --rounds 40" adds an earlier build as a column;
@@ -165,6 +166,7 @@ clean:
 # parity test runs the .wasm built above.
 test-cli: deps
 	$(build-wasm)
+	$(CARGO) test $(LOCKED) -p os-placement-registry
 	OS_PLACEMENT_WASM="$(CURDIR)/$(WASM)" $(CARGO) test $(LOCKED) -p os-placement-cli
 
 # Context-aware placement (e2e/tests/context): real registry, cluster fixtures, real policy-server.

@@ -6,7 +6,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use os_placement_core::Operation;
 
-use crate::host_pattern::HostPattern;
+use os_placement_registry::{parse_duration, RegistryArgs};
 
 /// Checks Kubernetes manifests against the os-placement rules, the same
 /// rules the os-placement admission policy applies in the cluster.
@@ -126,57 +126,6 @@ pub struct SyncArgs {
     /// How registries are read.
     #[command(flatten)]
     pub registry: RegistryArgs,
-}
-
-/// How registries are read, by `facts sync` and by `--lookup`.
-#[derive(Debug, Clone, Args)]
-#[command(next_help_heading = "Registry lookups")]
-pub struct RegistryArgs {
-    /// Longest wait for one registry request (connect, manifest, config), per attempt.
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
-    pub registry_timeout: Duration,
-    /// Further attempts after a timeout, a connection error or a 5xx answer.
-    #[arg(long, default_value_t = 2)]
-    pub retries: u32,
-    /// Registry lookups in flight at once.
-    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=64))]
-    pub concurrency: u16,
-    /// A registry (host[:port]) reached over plain HTTP; repeat for several.
-    /// It counts as allowed (--allow-registry).
-    #[arg(long, value_name = "HOST[:PORT]")]
-    pub insecure_registry: Vec<String>,
-    /// Registries (glob on host, or on host:port) contacted whatever their
-    /// addresses, loopback and link-local included; once one is given, only
-    /// these (and --insecure-registry) are contacted. Repeat for several.
-    #[arg(long, value_name = "PATTERN", value_parser = HostPattern::parse)]
-    pub allow_registry: Vec<HostPattern>,
-    /// Registries (glob on host, or on host:port) never contacted, even when
-    /// allowed. Repeat for several.
-    #[arg(long, value_name = "PATTERN", value_parser = HostPattern::parse)]
-    pub deny_registry: Vec<HostPattern>,
-}
-
-/// A duration that is not a number followed by ms, s, m or h.
-#[derive(Debug, thiserror::Error)]
-#[error("{0:?} is not a duration: write a number followed by ms, s, m or h, e.g. 10s")]
-pub struct DurationError(String);
-
-/// `500ms`, `10s`, `5m`, `24h`.
-pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let number: u64 = number.parse().map_err(|_| DurationError(text.into()))?;
-    let seconds = |factor: u64| number.checked_mul(factor).map(Duration::from_secs);
-    match unit {
-        "ms" => Some(Duration::from_millis(number)),
-        "s" => seconds(1),
-        "m" => seconds(60),
-        "h" => seconds(3600),
-        _ => None,
-    }
-    .ok_or_else(|| DurationError(text.into()))
 }
 
 /// A duration of whole seconds, at least one.

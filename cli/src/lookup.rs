@@ -1,16 +1,16 @@
 //! `--lookup`: the platforms of the images the objects need, read from
 //! their registries when the command runs, with the limits and credentials
-//! of `facts sync` (`crate::registry`). The images asked for are those the
+//! of `facts sync` (`os_placement_registry`). The images asked for are those the
 //! policy would ask its host for (`needs_request`), so the answer is the
 //! one the policy gives once the facts syncer has published them.
 
 use os_placement_core::{needs_request, ImageFacts};
 use os_placement_door::{objects, read_stream, request_for, Found, Options};
 
-use crate::args::RegistryArgs;
 use crate::error::CliError;
 use crate::inputs::Input;
-use crate::registry::Resolver;
+use os_placement_registry::RegistryArgs;
+use os_placement_registry::Resolver;
 
 /// The distinct images the policy would look up for the objects of
 /// `inputs`, in the order first needed; unreadable documents add none.

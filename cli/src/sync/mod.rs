@@ -2,7 +2,7 @@
 //! cluster, so that it never waits on a registry and reads them in constant
 //! time. The syncer watches ([`watch`]) the cluster's Pods and workload
 //! templates, Nodes and RuntimeClasses; resolves the images not known or
-//! gone stale from their registries (`crate::registry`: timeouts, bounded
+//! gone stale from their registries (`os_placement_registry`: timeouts, bounded
 //! retries, a concurrency limit, checked hosts, Docker config
 //! credentials); and publishes the node classes, RuntimeClasses and image
 //! facts as the ConfigMaps the policy reads (`os_placement_core::published`),
@@ -36,9 +36,9 @@ use tokio::sync::watch as channel;
 
 use crate::args::SyncArgs;
 use crate::error::{CliError, SyncError};
-use crate::registry::Resolver;
 use cache::Cache;
 use cluster::Cluster;
+use os_placement_registry::Resolver;
 use pace::Pace;
 use publisher::Publisher;
 use serve::Status;

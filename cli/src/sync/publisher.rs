@@ -20,7 +20,7 @@ use super::cluster::Cluster;
 use super::serve::Status;
 use super::watch::{Inventory, Snapshot};
 use crate::error::SyncError;
-use crate::registry::{registry_of, Resolver};
+use os_placement_registry::{registry_of, Resolver};
 
 /// Reads of the cluster's changes: a change is read at once when the
 /// last read is two of these old; otherwise once changes have stopped for

@@ -13,7 +13,9 @@
 //! whole bodies whatever their size, and sends a registry's credentials to
 //! any token service the registry names.
 
+mod args;
 mod distribution;
+mod host_pattern;
 pub mod hosts;
 
 use std::collections::{BTreeSet, HashMap};
@@ -27,11 +29,12 @@ use os_placement_core::{ImageFacts, Platform};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::args::RegistryArgs;
+pub use args::{parse_duration, DurationError, RegistryArgs};
 pub use distribution::Credentials;
 #[cfg(test)]
 use distribution::MANIFEST_LIMIT;
 use distribution::{Failure, Session};
+pub use host_pattern::HostPattern;
 use hosts::HostPolicy;
 
 /// How long credentials read from the Docker config are used before they
