@@ -27,7 +27,7 @@ pub use admission::reads::{Read, ReadNode};
 // What comes in.
 pub use input::facts::{
     ClusterRuntimeClass, Facts, ImageFacts, ImageSource, Needs, NodeFacts, Platform,
-    RuntimeClassFacts, SchedulingFacts, SyncerState,
+    RuntimeClassFacts, SchedulingFacts, SyncerState, Unreadable,
 };
 pub use input::node::{pools_from_value, Node};
 pub use input::pod::{ContainerList, ContainerView, PodView};

@@ -833,6 +833,7 @@ fn facts_round_trip_through_json() {
         runtime_classes: [("x".to_string(), RuntimeClassFacts::Missing)].into(),
         nodes: Some(NodeFacts::Listed(eks_nodes())),
         syncer: None,
+        unreadable: None,
     };
     let text = serde_json::to_string(&facts).unwrap();
     assert!(text.contains("\"osVersion\":\"10.0.20348.1\""), "{text}");

@@ -29,5 +29,6 @@ mod properties;
 mod regressions;
 mod resolution;
 mod syncer;
+mod unreadable_facts;
 mod unsatisfiable_labels;
 mod windows_api_rules;

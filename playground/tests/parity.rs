@@ -46,8 +46,8 @@ fn compare(
     let Some(doc) = documents.first() else {
         return vec![format!("{label}: no document")];
     };
-    // A RuntimeClass or node facts lookup the test host cannot answer warns
-    // in the module only.
+    // A RuntimeClass, node facts or published facts lookup the test host
+    // cannot answer warns in the module only.
     differences(
         label,
         doc,
@@ -56,6 +56,7 @@ fn compare(
         &[
             "could not be read from the cluster",
             "the node facts could not be read",
+            " facts cannot be read (",
         ],
     )
 }

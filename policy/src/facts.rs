@@ -29,14 +29,21 @@
 //! becomes a lookup failure in the facts, and the core falls back to the
 //! rules of the references and settings with a warning naming the image (or
 //! class, or node facts) and the error (`lookupFailure: reject` makes an
-//! image lookup failure a rejection).
+//! image lookup failure a rejection). A published facts list the host
+//! refuses or fails is `Facts::unreadable`, said once for the request with
+//! its fix: policy-server refuses a policy whose `contextAwareResources`
+//! lacks `v1/ConfigMap` ("Policy has not been granted access to Kubernetes
+//! v1/ConfigMap resources"), or which is not granted the host capability
+//! ("... access to the 'kubernetes/list_resources_by_namespace' host
+//! capability"; policy-evaluator `runtimes/callback.rs`, `host_callback`).
+//! Only a `lookupFailed` record the syncer published is its failure.
 
 use std::fmt;
 
 use os_placement_core::host_answers::{self, AnswerProblem, ManifestAnswer};
 use os_placement_core::published::{self, Found, Wanted};
 use os_placement_core::SortedMap;
-use os_placement_core::{Facts, ImageSource, Needs};
+use os_placement_core::{Facts, ImageSource, Needs, Unreadable};
 use os_placement_core::{ImageFacts, NodeFacts, Platform, RuntimeClassFacts};
 use serde::Serialize;
 use serde_json::Value;
@@ -50,6 +57,48 @@ pub trait Host {
 /// The host failed a call: its own words (policy-server's error text).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HostError(pub String);
+
+impl HostError {
+    /// Whether policy-server refused the call before making it: a resource
+    /// the policy's `contextAwareResources` does not list, or a host
+    /// capability it is not granted. Asking again cannot help.
+    pub fn refused(&self) -> bool {
+        self.0.contains("has not been granted access to")
+    }
+
+    /// The error on one line, without the wrappers that say nothing: waPC's
+    /// `Host error: ` and policy-server's `Callback evaluation failure: `.
+    /// policy-server writes the error with anyhow's `{:?}` (the message,
+    /// then `Caused by:` and numbered causes, maybe a backtrace): here the
+    /// message and its causes joined by `: `, as anyhow's `{:#}` writes them.
+    pub fn words(&self) -> String {
+        let text = self.0.trim();
+        let text = text.strip_prefix("Host error: ").unwrap_or(text);
+        let text = text
+            .strip_prefix("Callback evaluation failure: ")
+            .unwrap_or(text);
+        let mut parts: Vec<&str> = Vec::new();
+        let mut causes = false;
+        for line in text.lines().map(str::trim) {
+            match line {
+                "" => {}
+                "Caused by:" => causes = true,
+                _ if line.starts_with("Stack backtrace:") => break,
+                _ if causes => parts.push(numbered(line)),
+                _ => parts.push(line),
+            }
+        }
+        parts.join(": ")
+    }
+}
+
+/// A cause line of anyhow's `{:?}` without its number (`0: `).
+fn numbered(line: &str) -> &str {
+    match line.split_once(": ") {
+        Some((number, rest)) if number.bytes().all(|b| b.is_ascii_digit()) => rest,
+        _ => line,
+    }
+}
 
 /// Why a lookup gave no facts. Its text goes into the warning as it is.
 #[derive(Debug)]
@@ -133,10 +182,8 @@ pub fn gather(needs: &Needs, host: &dyn Host) -> Facts {
                 .map(|image| (image.clone(), image_facts(image, host)))
                 .collect(),
             (ImageSource::Cluster { .. }, Some(Ok(found))) => found.image_facts(&needs.images),
-            (ImageSource::Cluster { namespace }, Some(Err(e))) => {
-                let error = format!("the image facts of namespace {namespace} cannot be read: {e}");
-                each(&needs.images, ImageFacts::LookupFailed(error))
-            }
+            // Nothing is known of them: `unreadable` says why, once.
+            (ImageSource::Cluster { .. }, Some(Err(_))) => SortedMap::new(),
             (ImageSource::Cluster { .. }, None) => each(&needs.images, ImageFacts::Unpublished),
         }
     };
@@ -161,11 +208,31 @@ pub fn gather(needs: &Needs, host: &dyn Host) -> Facts {
         None => NodeFacts::LookupFailed(not_published(needs)),
     });
     let syncer = found.map(|found| found.syncer(now()));
+    let unreadable = published
+        .as_ref()
+        .and_then(|p| p.as_ref().err())
+        .map(unreadable);
     Facts {
         images,
         runtime_classes,
         nodes,
         syncer,
+        unreadable,
+    }
+}
+
+/// Why the host gave no published facts, read from policy-server's words.
+fn unreadable(error: &LookupError) -> Unreadable {
+    match error {
+        LookupError::Host(host) if host.refused() => {
+            if host.0.contains("host capability") {
+                Unreadable::CapabilityNotGranted
+            } else {
+                Unreadable::ConfigMapsNotGranted
+            }
+        }
+        LookupError::Host(host) => Unreadable::Failed(host.words()),
+        other => Unreadable::Failed(other.to_string()),
     }
 }
 
@@ -297,8 +364,8 @@ fn read_published(needs: &Needs, host: &dyn Host) -> Result<Found, LookupError> 
         match list_config_maps(host, &needs.facts_namespace, selector) {
             Ok(answer) => answers.push(answer),
             // A host that takes only equality selectors: the cluster and
-            // the shard apart.
-            Err(_) if shard.is_some() => {
+            // the shard apart. A refused call is refused again.
+            Err(e) if shard.is_some() && !e.refused() => {
                 answers.push(list_config_maps(
                     host,
                     &needs.facts_namespace,
@@ -380,9 +447,19 @@ mod tests {
     struct Fake {
         answers: Vec<(String, Value, Result<Value, String>)>,
         calls: RefCell<Vec<(String, Value)>>,
+        /// The error of a call the table does not answer.
+        otherwise: Option<String>,
     }
 
     impl Fake {
+        /// A host that fails every call with `error`.
+        fn failing(error: &str) -> Self {
+            Fake {
+                otherwise: Some(error.into()),
+                ..Fake::default()
+            }
+        }
+
         fn answer(mut self, op: &str, payload: Value, answer: Result<Value, &str>) -> Self {
             self.answers
                 .push((op.into(), payload, answer.map_err(str::to_string)));
@@ -413,7 +490,13 @@ mod tests {
                 .answers
                 .iter()
                 .find(|(o, p, _)| *o == op && *p == payload)
-                .ok_or_else(|| HostError(format!("{op}: no answer")))?;
+                .ok_or_else(|| {
+                    HostError(
+                        self.otherwise
+                            .clone()
+                            .unwrap_or_else(|| format!("{op}: no answer")),
+                    )
+                })?;
             answer
                 .clone()
                 .map(|v| serde_json::to_vec(&v).unwrap())
@@ -523,13 +606,15 @@ mod tests {
             .unwrap();
         gather(&cluster_needs(&["corp/win:1", &other]), &host);
         assert_eq!(host.operations().len(), 2);
-        // The list fails: each image is a failed lookup naming the namespace.
+        // The list fails: no image facts, and why, once.
         let down = Fake::default();
         let facts = gather(&cluster_needs(&["corp/win:1"]), &down);
-        assert!(
-            matches!(facts.images.get("corp/win:1").unwrap(), ImageFacts::LookupFailed(e)
-                if e.starts_with("the image facts of namespace facts cannot be read")),
-            "{facts:?}"
+        assert!(facts.images.is_empty(), "{facts:?}");
+        assert_eq!(
+            facts.unreadable,
+            Some(Unreadable::Failed(
+                "kubernetes/list_resources_by_namespace: no answer".into()
+            ))
         );
         // No image wanted: no call.
         let idle = Fake::default();
@@ -742,12 +827,10 @@ mod tests {
         let facts = gather(&cluster_needs(&["corp/win:1"]), &host);
         assert_eq!(facts.images.get("corp/win:1"), published.get("corp/win:1"));
         assert_eq!(host.operations().len(), 3);
-        // Negative: a host that answers nothing fails the lookup, naming the namespace.
+        // Negative: a host that answers nothing gives no facts, and says why.
         let facts = gather(&cluster_needs(&["corp/win:1"]), &Fake::default());
-        assert!(matches!(
-            facts.images.get("corp/win:1"),
-            Some(ImageFacts::LookupFailed(e)) if e.contains("namespace facts")
-        ));
+        assert!(facts.images.is_empty(), "{facts:?}");
+        assert!(matches!(facts.unreadable, Some(Unreadable::Failed(_))));
     }
 
     /// Without the syncer the answer holds no cluster ConfigMap: the node
@@ -890,5 +973,146 @@ mod tests {
             assert!(response.accepted, "{settings} {owners}");
             assert_eq!(!host.operations().is_empty(), calls, "{settings} {owners}");
         }
+    }
+
+    /// policy-server's refusal when `contextAwareResources` lacks
+    /// `v1/ConfigMap` (policy-evaluator `runtimes/callback.rs`), as waPC
+    /// hands it to the guest.
+    const CONFIGMAPS_REFUSED: &str = "Host error: Policy has not been granted access to Kubernetes v1/ConfigMap resources. The violation has been reported.";
+
+    /// A Deployment of the private image `registry.corp.example/billing/api:4.2`
+    /// under the default settings (`imageFacts: cluster`).
+    fn private_deployment() -> Vec<u8> {
+        let payload = json!({"settings": {}, "request": {
+            "operation": "CREATE", "kind": {"kind": "Deployment"},
+            "object": {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "api"},
+                "spec": {"template": {"spec": {"containers": [
+                    {"name": "api", "image": "registry.corp.example/billing/api:4.2"}]}}}}}});
+        serde_json::to_vec(&payload).unwrap()
+    }
+
+    #[test]
+    fn a_refused_list_is_unreadable_facts_asked_once() {
+        let host = Fake::failing(CONFIGMAPS_REFUSED);
+        let needs = Needs {
+            nodes: true,
+            ..cluster_needs(&["corp/win:1", "corp/other:2"])
+        };
+        let facts = gather(&needs, &host);
+        assert_eq!(facts.unreadable, Some(Unreadable::ConfigMapsNotGranted));
+        assert!(facts.images.is_empty(), "{facts:?}");
+        assert!(matches!(facts.nodes, Some(NodeFacts::LookupFailed(_))));
+        assert_eq!(facts.syncer, None);
+        // Refused once: the equality selectors are not tried.
+        assert_eq!(
+            host.operations(),
+            ["kubernetes/list_resources_by_namespace"]
+        );
+        // The host capability itself not granted.
+        let host = Fake::failing("Host error: Policy has not been granted access to the 'kubernetes/list_resources_by_namespace' host capability. The violation has been reported.");
+        let facts = gather(&cluster_needs(&["corp/win:1"]), &host);
+        assert_eq!(facts.unreadable, Some(Unreadable::CapabilityNotGranted));
+        assert_eq!(host.operations().len(), 1);
+        // Negative: a host that fails the call (no API server) is asked with
+        // equality selectors too, and its words are kept without wrappers.
+        let host = Fake::failing(
+            "Host error: Callback evaluation failure: kube::Client was not initialized properly",
+        );
+        let facts = gather(&cluster_needs(&["corp/win:1"]), &host);
+        assert_eq!(
+            facts.unreadable,
+            Some(Unreadable::Failed(
+                "kube::Client was not initialized properly".into()
+            ))
+        );
+        assert_eq!(host.operations().len(), 2);
+        // Negative: facts read are never unreadable.
+        let read = gather(
+            &cluster_needs(&["corp/win:1"]),
+            &serving(Fake::default(), "facts", &[]),
+        );
+        assert_eq!(read.unreadable, None);
+    }
+
+    /// policy-server's errors as the guest gets them: waPC's wrapper, its
+    /// own, and anyhow's `{:?}` over several lines.
+    #[test]
+    fn host_words_are_one_line_without_wrappers() {
+        let words = |text: &str| HostError(text.into()).words();
+        assert_eq!(
+            words("Host error: Callback evaluation failure: kube::Client was not initialized properly"),
+            "kube::Client was not initialized properly"
+        );
+        assert_eq!(
+            words("Host error: Callback evaluation failure: error finding resource v1 / ConfigMap\n\nCaused by:\n    0: HyperError: error trying to connect\n    1: tcp connect error: Connection refused (os error 111)\n"),
+            "error finding resource v1 / ConfigMap: HyperError: error trying to connect: tcp connect error: Connection refused (os error 111)"
+        );
+        assert_eq!(
+            words("Host error: Callback evaluation failure: broken\n\nStack backtrace:\n   0: anyhow::error"),
+            "broken"
+        );
+        // Negative: other words are kept as they are.
+        assert_eq!(words("forbidden"), "forbidden");
+        assert_eq!(words("10: not a cause"), "10: not a cause");
+        assert!(!HostError("forbidden".into()).refused());
+        assert!(HostError(CONFIGMAPS_REFUSED.into()).refused());
+    }
+
+    #[test]
+    fn a_refused_list_warns_once_with_the_grant_never_the_syncer() {
+        let host = Fake::failing(CONFIGMAPS_REFUSED);
+        let response = crate::respond_with(&private_deployment(), &host);
+        assert!(response.accepted);
+        let warnings = response.warnings.unwrap_or_default();
+        assert_eq!(
+            warnings,
+            ["spec.template.spec.containers[0].image: the image facts cannot be read (policy-server denies v1/ConfigMap), so the OS of registry.corp.example/billing/api:4.2 is read from the reference; add v1/ConfigMap to the policy's contextAwareResources"]
+        );
+        assert!(!warnings[0].contains("syncer"), "{warnings:?}");
+        // A host that fails the call: its words, and where to look.
+        let host = Fake::failing(
+            "Host error: Callback evaluation failure: kube::Client was not initialized properly",
+        );
+        let response = crate::respond_with(&private_deployment(), &host);
+        let warnings = response.warnings.unwrap_or_default();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].contains("cannot be read (kube::Client was not initialized properly)")
+                && warnings[0]
+                    .ends_with("check policy-server's access to ConfigMaps in os-placement"),
+            "{warnings:?}"
+        );
+        assert!(!warnings[0].contains("syncer"), "{warnings:?}");
+    }
+
+    /// Negative: a failure the syncer published (a `lookupFailed` record)
+    /// is its failure, and the warning says so.
+    #[test]
+    fn a_published_failed_lookup_names_the_syncer() {
+        let image = "registry.corp.example/billing/api:4.2";
+        let published = SortedMap::from([(
+            image.to_string(),
+            ImageFacts::LookupFailed("registry.corp.example answered 401".into()),
+        )]);
+        let maps = published::config_maps(
+            &published::Sources {
+                images: &published,
+                ..published::Sources::default()
+            },
+            "os-placement",
+        );
+        let host = serving(Fake::default(), "os-placement", &maps);
+        let response = crate::respond_with(&private_deployment(), &host);
+        assert!(response.accepted);
+        let warnings = response.warnings.unwrap_or_default();
+        assert!(
+            warnings.iter().any(|w| w.contains("the syncer's lookup of registry.corp.example/billing/api:4.2 failed (registry.corp.example answered 401)")
+                && w.ends_with("check that the syncer may reach the registry")),
+            "{warnings:?}"
+        );
+        assert!(
+            !warnings.iter().any(|w| w.contains("cannot be read")),
+            "{warnings:?}"
+        );
     }
 }

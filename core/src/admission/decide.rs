@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::admission::context::lookup_warnings;
+use crate::admission::context::lookup_notes;
 use crate::admission::decision::{planned, Decision};
 use crate::admission::needs::ReadPod;
 use crate::input::facts::{Facts, RuntimeClassFacts};
@@ -37,11 +37,11 @@ pub(crate) fn decide<'o>(
         },
     };
     let mut resolution = resolved.unwrap_or_else(|| resolve_with(&pod, settings, facts));
-    resolution
-        .warnings
-        .extend(lookup_warnings(&pod, settings, facts));
+    let notes = lookup_notes(&pod, settings, facts);
+    resolution.warnings.extend(notes.warnings);
     let mut conflicts = resolution.conflicts.clone();
     conflicts.extend(missing_runtime_class(&pod, settings, facts));
+    conflicts.extend(notes.violation);
     if !conflicts.is_empty() {
         return Decision::reject(conflicts, resolution.warnings.clone()).with_signals(
             signals,

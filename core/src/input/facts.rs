@@ -36,6 +36,26 @@ pub struct Facts {
     /// door reads it from the published facts.
     #[serde(skip)]
     pub syncer: Option<SyncerState>,
+    /// Why the published facts could not be read from the host; `None`
+    /// when they were read, or not asked for. The images they would have
+    /// told are then absent from `images`. Not part of a facts document.
+    #[serde(skip)]
+    pub unreadable: Option<Unreadable>,
+}
+
+/// Why the host gave no published facts: said once for the request, with
+/// the fix, and never blamed on the facts syncer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unreadable {
+    /// The host refused to list ConfigMaps: the policy's
+    /// `contextAwareResources` lacks `v1/ConfigMap`.
+    ConfigMapsNotGranted,
+    /// The host refused the call: the policy is not granted the host
+    /// capability `kubernetes/list_resources_by_namespace`.
+    CapabilityNotGranted,
+    /// The host took the call and failed it (its reflector, the API server,
+    /// its RBAC), or answered what is not a ConfigMap list: why.
+    Failed(String),
 }
 
 /// What the published facts say of the facts syncer.
@@ -141,6 +161,7 @@ impl Facts {
             && self.runtime_classes.is_empty()
             && self.nodes.is_none()
             && self.syncer.is_none()
+            && self.unreadable.is_none()
     }
 
     /// The listed nodes, when the inventory was read.

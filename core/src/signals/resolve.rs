@@ -465,8 +465,8 @@ impl Found {
                 format!("the registry lookup of {image} failed ({short}), so its OS is read from the reference"),
                 "check the registry and the policy server's credentials".to_string(),
             ),
-            // The syncer read the registry, or the policy could not read
-            // what it published.
+            // A failure the syncer published; published facts the host could
+            // not give are said once for the request (`admission::context`).
             ImageFactsSource::Cluster => (
                 format!("the syncer's lookup of {image} failed ({short}), so its OS is read from the reference"),
                 "check that the syncer may reach the registry".to_string(),

@@ -21,11 +21,15 @@ const QUOTED_ERROR_CHARS: usize = 48;
 
 /// The error text, short enough for a warning line.
 pub fn short(error: &str) -> String {
-    let mut text: String = error.chars().take(QUOTED_ERROR_CHARS).collect();
-    if error.chars().count() > QUOTED_ERROR_CHARS {
-        text.push('…');
+    cut(error, QUOTED_ERROR_CHARS)
+}
+
+/// `text` in at most `chars` characters, then `…` when it was longer.
+pub fn cut(text: &str, chars: usize) -> String {
+    match text.char_indices().nth(chars) {
+        Some((end, _)) => format!("{}…", text.get(..end).unwrap_or_default()),
+        None => text.to_string(),
     }
-    text
 }
 
 /// `value` in double quotes, as `{:?}` writes it: printable ASCII without
@@ -49,6 +53,16 @@ pub fn quoted(value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cut_keeps_short_texts_and_marks_cut_ones() {
+        assert_eq!(cut("abc", 3), "abc");
+        assert_eq!(cut("abcd", 3), "abc…");
+        assert_eq!(cut("日本語です", 2), "日本…");
+        assert_eq!(cut("", 0), "");
+        assert_eq!(short(&"x".repeat(48)), "x".repeat(48));
+        assert_eq!(short(&"x".repeat(49)), format!("{}…", "x".repeat(48)));
+    }
 
     #[test]
     fn quoted_writes_what_debug_writes() {
