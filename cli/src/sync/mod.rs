@@ -240,6 +240,8 @@ async fn once(
 ) -> Result<(), SyncError> {
     let started = Instant::now();
     while !inventory.snapshot().complete {
+        // A kind that cannot be listed for a minute is published as stale.
+        inventory.check_stale(args.stale_after);
         if started.elapsed() > ONCE_DEADLINE {
             return Err(SyncError::Incomplete(ONCE_DEADLINE));
         }
