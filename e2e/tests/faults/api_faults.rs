@@ -17,8 +17,8 @@ use serde_json::{json, Value};
 
 use super::setup::{cli_binary, deployment};
 use super::syncer::{
-    cluster_document, cluster_nodes, heartbeat, is_write, kind, node, pod, published, shard_writes,
-    tally, wait_for, Pair, Replica, NODES, NO_REGISTRY,
+    cluster_document, cluster_nodes, heartbeat, is_write, karpenter_cluster, kind, node, pod,
+    published, shard_writes, tally, wait_for, Pair, Replica, NODES, NO_REGISTRY,
 };
 
 /// The heartbeat these replicas renew: short, so that a gap shows.
@@ -310,14 +310,7 @@ fn karpenter_removed_and_reinstalled_is_followed_without_a_restart() {
     let Some(cli) = cli_binary().unwrap() else {
         return;
     };
-    let fixture = os_placement_e2e::repo_root().join("e2e/clusters/eks-karpenter");
-    let mut objects = os_placement_e2e::capabilities::Cluster::load(&fixture)
-        .unwrap()
-        .objects()
-        .to_vec();
-    objects.push(
-        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "os-placement"}}),
-    );
+    let objects = karpenter_cluster();
     let pool = objects
         .iter()
         .find(|o| o["kind"] == "NodePool" && o["metadata"]["name"] == "windows2022")

@@ -671,6 +671,19 @@ pub(super) fn cluster_document(api: &FakeApi) -> Option<Value> {
     serde_json::from_str(index).ok()
 }
 
+/// `e2e/clusters/eks-karpenter`'s objects, and the facts namespace.
+pub(super) fn karpenter_cluster() -> Vec<Value> {
+    let fixture = os_placement_e2e::repo_root().join("e2e/clusters/eks-karpenter");
+    let mut objects = os_placement_e2e::capabilities::Cluster::load(&fixture)
+        .unwrap()
+        .objects()
+        .to_vec();
+    objects.push(
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "os-placement"}}),
+    );
+    objects
+}
+
 /// `e2e/clusters/eks-karpenter` on the fake API: the syncer publishes what
 /// its NodePools launch beside its two Nodes, follows a class going not
 /// ready within seconds, and on a cluster without Karpenter's CRDs (404)
@@ -680,14 +693,7 @@ fn the_syncer_publishes_what_nodepools_launch_and_follows_their_conditions() {
     let Some(cli) = cli_binary().unwrap() else {
         return;
     };
-    let fixture = os_placement_e2e::repo_root().join("e2e/clusters/eks-karpenter");
-    let mut objects = os_placement_e2e::capabilities::Cluster::load(&fixture)
-        .unwrap()
-        .objects()
-        .to_vec();
-    objects.push(
-        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "os-placement"}}),
-    );
+    let objects = karpenter_cluster();
     let dir = tempfile::tempdir().unwrap();
     let api = FakeApi::start(objects.clone()).unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
