@@ -224,10 +224,21 @@ function renderLookups(container, lookups) {
     container.textContent = 'The policy looks nothing up for this object.';
     return;
   }
+  // As policy/src/facts.rs asks: one list of the facts the syncer publishes
+  // (images with imageFacts: cluster, the node classes, RuntimeClasses),
+  // a RuntimeClass they lack by name, and with imageFacts: registry each
+  // image from its registry.
+  const fromRegistry = lookups.imageSource === 'registry';
+  const published = [];
+  if (lookups.images.length && !fromRegistry) published.push(`the platforms of ${lookups.images.join(', ')}`);
+  if (lookups.nodes) published.push('the node classes');
+  if (lookups.runtimeClasses.length) published.push(`RuntimeClass ${lookups.runtimeClasses.join(', ')}`);
   const parts = [];
-  if (lookups.images.length) parts.push(`the platforms of ${lookups.images.join(', ')} (registry)`);
-  if (lookups.runtimeClasses.length) parts.push(`RuntimeClass ${lookups.runtimeClasses.join(', ')} (cluster)`);
-  if (lookups.nodes) parts.push('the Node list (cluster)');
+  if (published.length) {
+    const lacking = lookups.runtimeClasses.length ? ' (a RuntimeClass they lack, by name from the cluster)' : '';
+    parts.push(`${published.join(', ')} from the facts the syncer publishes in ${lookups.factsNamespace || 'its namespace'}${lacking}`);
+  }
+  if (lookups.images.length && fromRegistry) parts.push(`the platforms of ${lookups.images.join(', ')} from their registries`);
   container.textContent = `In a cluster the policy looks up ${parts.join('; ')}.`;
 }
 

@@ -187,7 +187,7 @@ fn admitted(server: &PolicyServer, id: &str, object: &Value) -> Value {
     placed
 }
 
-/// What a PolicyReport shows for one answer.
+/// What a report result (OpenReports or PolicyReports) shows for one answer.
 fn result(response: &Value) -> &'static str {
     if response["allowed"] == true {
         "pass"
@@ -302,7 +302,7 @@ fn audits_fail_misplaced_objects_and_pass_placed_ones_for_every_auditing_policy(
     }
 }
 
-/// One audit answer, as a PolicyReport result would show it.
+/// One audit answer, as a report result would show it.
 struct Row {
     policy: String,
     object: String,
