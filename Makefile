@@ -19,7 +19,11 @@
 #                BENCH_ARGS="--baseline old.wasm --rounds 40" adds an earlier build as a column;
 #                then the cluster-size axis: 10 / 1,000 / 10,000 nodes and 100 / 10,000 / 50,000
 #                published images served by a host that answers (target/bench/scale.json);
-#                SCALE_ARGS="--baseline old.wasm" adds an earlier build
+#                SCALE_ARGS="--baseline old.wasm" adds an earlier build; then `make bench-sync`
+#   make bench-sync   the facts syncer (the release CLI, leader and standby) against the fake API
+#                at 10,000 Pods / 200 Nodes and 150,000 Pods / 5,000 Nodes: first publication,
+#                API requests, peak memory, a change published, idle requests, a relist, beside
+#                their targets (table + target/bench/sync.json); SYNC_ARGS="--sizes 10000/200/400/10"
 #   make bench-server   the same policies served by the real policy-server, loaded with wrk; then
 #                policy-server against the fake Kubernetes API serving 1,000 and 10,000 nodes
 #   make annotated-policy.wasm   the module with metadata.yml and README.md embedded (kwctl annotate)
@@ -100,7 +104,7 @@ $(CARGO) build $(LOCKED) -p os-placement-policy --target $(WASM_TARGET) --releas
 @echo "$(WASM): $$(wc -c < $(WASM)) bytes (cargo's output: $$(wc -c < $(WASM_CARGO)))"
 endef
 
-.PHONY: deps tools venv image image-sbom push-image build run test test-cli bench bench-deps bench-server test-release test-context test-faults bench-lookup push artifacthub $(ANNOTATED) policy.wasm fmt lint e2e-tests clean keypair sign sbom reproducible
+.PHONY: deps tools venv image image-sbom push-image build run test test-cli bench bench-deps bench-server bench-sync test-release test-context test-faults bench-lookup push artifacthub $(ANNOTATED) policy.wasm fmt lint e2e-tests clean keypair sign sbom reproducible
 
 deps:
 	@command -v rustup >/dev/null || { echo "rustup not found: install it from https://rustup.rs" >&2; exit 1; }
@@ -325,6 +329,14 @@ bench: build bench-deps
 	$(CARGO) build $(LOCKED) --release -p os-placement-bench --bin os-placement-bench --bin os-placement-scale-bench
 	target/release/os-placement-bench --wasm $(WASM) --floor $(FLOOR_WASM) $(BENCH_ARGS)
 	target/release/os-placement-scale-bench --wasm $(WASM) --scale-tools $(SCALE_TOOLS) $(SCALE_ARGS)
+	$(MAKE) --no-print-directory bench-sync
+
+# The facts syncer across cluster sizes: two replicas of the release CLI against the fault
+# suite's fake API (in process), every image on a registry that refuses connections; the
+# Nodes from nodes.py. About six minutes and 1.5 GB of memory for the two default sizes.
+bench-sync: build
+	$(CARGO) build $(LOCKED) --release -p os-placement-bench --bin os-placement-sync-bench
+	target/release/os-placement-sync-bench --cli target/release/os-placement --scale-tools $(SCALE_TOOLS) $(SYNC_ARGS)
 
 # Throughput and latency through the real policy-server (KUBEWARDEN_BIN) on the fake
 # API (an empty cluster, so os-placement's calls are answered), with wrk;

@@ -4,7 +4,8 @@
 //! `os=windows:NoSchedule`, each with a team label and an instance-category
 //! requirement, as platform teams write them (aws/karpenter-provider-aws
 //! `examples/v1`). Every tenth is not ready, so blocked entries are served
-//! too.
+//! too. [`nodepools_with_classes`] gives each NodePool an EC2NodeClass of
+//! its own, as `e2e/clusters/eks-karpenter` writes them.
 
 use serde_json::{json, Value};
 
@@ -30,13 +31,42 @@ pub fn nodepools(count: usize) -> Vec<Value> {
     objects
 }
 
-fn nodepool(i: usize) -> Value {
-    let (class, _, os) = CLASSES
+/// `count` NodePools, each with an EC2NodeClass of its own named after it
+/// (a role, an AMI alias, Ready), as a cluster whose teams each own a pool.
+pub fn nodepools_with_classes(count: usize) -> Vec<Value> {
+    let mut objects = Vec::with_capacity(2 * count);
+    for i in 0..count {
+        let (_, alias, _) = class_of(i);
+        let mut pool = nodepool(i);
+        let name = pool.pointer("/metadata/name").cloned().unwrap_or_default();
+        if let Some(reference) = pool.pointer_mut("/spec/template/spec/nodeClassRef/name") {
+            *reference = name.clone();
+        }
+        objects.push(pool);
+        objects.push(
+            json!({"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass",
+            "metadata": {"name": name},
+            "spec": {"role": "KarpenterNodeRole-shop", "amiSelectorTerms": [{"alias": alias}]},
+            "status": {"conditions": [
+                {"type": "AMIsReady", "status": "True", "reason": "AMIsReady"},
+                {"type": "Ready", "status": "True", "reason": "Ready"}]}}),
+        );
+    }
+    objects
+}
+
+/// The node class of the `i`th NodePool.
+fn class_of(i: usize) -> (&'static str, &'static str, &'static str) {
+    CLASSES
         .iter()
         .cycle()
         .nth(i)
         .copied()
-        .unwrap_or(("al2023", "", "linux"));
+        .unwrap_or(("al2023", "al2023@latest", "linux"))
+}
+
+fn nodepool(i: usize) -> Value {
+    let (class, _, os) = class_of(i);
     let arch = if os == "linux" && i % 2 == 1 {
         "arm64"
     } else {
