@@ -125,8 +125,9 @@ pub trait HostCalls: Send + Sync {
     ) -> std::result::Result<Vec<u8>, HostCallError>;
 }
 
-/// No host capability: like a policy-server without them, every host call is
-/// answered with an error.
+/// No host capability: like a policy-server that grants the policy none,
+/// every host call is refused in policy-server's words (policy-evaluator's
+/// `host_callback`), so a module's answer is the same on both.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NoCapabilities;
 
@@ -138,8 +139,11 @@ impl HostCalls for NoCapabilities {
         operation: &str,
         _payload: &[u8],
     ) -> std::result::Result<Vec<u8>, HostCallError> {
+        if binding != "kubewarden" {
+            return Err(HostCallError(format!("unknown binding: {binding}")));
+        }
         Err(HostCallError(format!(
-            "host capability {binding}/{namespace}/{operation} is not available in the os-placement e2e host"
+            "Policy has not been granted access to the '{namespace}/{operation}' host capability. The violation has been reported."
         )))
     }
 }
