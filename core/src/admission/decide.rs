@@ -37,7 +37,10 @@ pub(crate) fn decide<'o>(
         },
     };
     let mut resolution = resolved.unwrap_or_else(|| resolve_with(&pod, settings, facts));
-    let notes = lookup_notes(&pod, settings, facts);
+    #[allow(unused_mut)] // Added to only with the `unreadable` feature.
+    let mut notes = lookup_notes(&pod, settings, facts);
+    #[cfg(feature = "unreadable")]
+    crate::admission::unreadable::add(&mut notes, &pod, settings, facts);
     resolution.warnings.extend(notes.warnings);
     let mut conflicts = resolution.conflicts.clone();
     conflicts.extend(missing_runtime_class(&pod, settings, facts));

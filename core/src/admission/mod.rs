@@ -12,4 +12,6 @@ pub mod needs;
 pub mod owning;
 pub mod pending;
 pub mod reads;
+#[cfg(feature = "unreadable")]
+pub mod unreadable;
 pub mod update;
