@@ -6,7 +6,7 @@
 //! server is not listed again on a timer. Only what the facts need is
 //! kept: an object's images, a Node reduced as the core reads it.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -99,25 +99,39 @@ impl Watched {
     }
 }
 
-/// One object's contribution.
+/// One object's contribution. Pods are most of a large cluster's objects:
+/// their entry is a list of shared image names (a cluster of 150,000 Pods
+/// names a few thousand images), and the rarer, larger entries are boxed,
+/// so a Pod's slot stays small.
 #[derive(Debug, Clone, PartialEq)]
 enum Entry {
-    Images(Vec<String>),
-    Node(Node),
-    RuntimeClass(ClusterRuntimeClass),
+    Images(Vec<Arc<str>>),
+    Node(Box<Node>),
+    RuntimeClass(Box<ClusterRuntimeClass>),
     /// A NodePool or node class, down to what `capacity` reads.
-    Capacity(Value),
+    Capacity(Box<Value>),
 }
 
 type ObjectKey = (Option<String>, String);
+
+/// An entry and the list (generation) that last wrote it.
+type Slot = (Entry, u32);
 
 /// Every watched object's contribution, by kind, and how each kind's
 /// watch fares.
 #[derive(Debug, Default)]
 struct Objects {
-    current: HashMap<Watched, HashMap<ObjectKey, Entry>>,
-    /// Objects listed since the kind's watch (re)started, not yet complete.
-    listing: HashMap<Watched, HashMap<ObjectKey, Entry>>,
+    /// A relist writes in place, each entry marked with its list's
+    /// generation; at its end, entries it did not list are removed: no
+    /// second copy of a large kind is held.
+    current: HashMap<Watched, HashMap<ObjectKey, Slot>>,
+    /// By kind: the generation of its current list, and whether the list
+    /// in progress changed anything.
+    lists: HashMap<Watched, (u32, bool)>,
+    /// Every image name in use, shared by the entries that name it.
+    images: HashSet<Arc<str>>,
+    /// The number of image names after the last pruning.
+    images_pruned: usize,
     /// Kinds listed once at least.
     listed: BTreeSet<Watched>,
     /// Kinds the API server refuses (not served, or not allowed), and why.
@@ -414,10 +428,21 @@ impl Inventory {
                 _ => None,
             })
             .collect();
-        for entries in objects.current.values() {
-            for entry in entries.values() {
+        // A kind's first list is not published before it is complete.
+        let listed = objects
+            .current
+            .iter()
+            .filter(|(kind, _)| objects.listed.contains(kind));
+        for (_, entries) in listed {
+            for (entry, _) in entries.values() {
                 match entry {
-                    Entry::Images(images) => snapshot.images.extend(images.iter().cloned()),
+                    Entry::Images(images) => {
+                        for image in images {
+                            if !snapshot.images.contains(&**image) {
+                                snapshot.images.insert(image.to_string());
+                            }
+                        }
+                    }
                     Entry::Node(node) => nodes.push(node),
                     Entry::Capacity(object) if !refers_to(object, &unserved) => pools.push(object),
                     Entry::Capacity(_) | Entry::RuntimeClass(_) => {}
@@ -444,8 +469,8 @@ impl Inventory {
             .get(&Watched::RuntimeClass)
             .into_iter()
             .flatten()
-            .filter_map(|((_, name), entry)| match entry {
-                Entry::RuntimeClass(class) => Some((name.clone(), class.clone())),
+            .filter_map(|((_, name), (entry, _))| match entry {
+                Entry::RuntimeClass(class) => Some((name.clone(), (**class).clone())),
                 _ => None,
             })
             .collect();
@@ -461,17 +486,29 @@ impl Inventory {
         let answered = !matches!(event, Event::Init | Event::InitApply(_));
         let mut changed = match event {
             Event::Init => {
-                objects.listing.insert(kind, HashMap::new());
+                let list = objects.lists.entry(kind).or_default();
+                *list = (list.0.wrapping_add(1), false);
                 false
             }
             Event::InitApply(object) => {
-                let (key, entry) = read(kind, &object);
-                objects.listing.entry(kind).or_default().insert(key, entry);
+                let (key, entry) = objects.read(kind, &object);
+                let generation = objects.lists.get(&kind).map_or(0, |l| l.0);
+                let entries = objects.current.entry(kind).or_default();
+                let differs = entries
+                    .insert(key, (entry.clone(), generation))
+                    .is_none_or(|(before, _)| before != entry);
+                if let Some(list) = objects.lists.get_mut(&kind) {
+                    list.1 |= differs;
+                }
                 false
             }
             Event::InitDone => {
-                let listed = objects.listing.remove(&kind).unwrap_or_default();
-                let before = objects.current.insert(kind, listed);
+                let (generation, differs) = objects.lists.get(&kind).copied().unwrap_or_default();
+                let entries = objects.current.entry(kind).or_default();
+                let before = entries.len();
+                entries.retain(|_, (_, listed)| *listed == generation);
+                let removed = entries.len() != before;
+                objects.prune_images(true);
                 let first = objects.listed.insert(kind);
                 let served = match objects.refused.remove(&kind) {
                     Some(refusal) => {
@@ -489,17 +526,22 @@ impl Inventory {
                     }
                     None => false,
                 };
-                first || served || before.as_ref() != objects.current.get(&kind)
+                first || served || removed || differs
             }
             Event::Apply(object) => {
-                let (key, entry) = read(kind, &object);
+                let (key, entry) = objects.read(kind, &object);
+                let generation = objects.lists.get(&kind).map_or(0, |l| l.0);
                 let entries = objects.current.entry(kind).or_default();
-                entries.insert(key, entry.clone()) != Some(entry)
+                entries
+                    .insert(key, (entry.clone(), generation))
+                    .is_none_or(|(before, _)| before != entry)
             }
             Event::Delete(object) => {
-                let (key, _) = read(kind, &object);
+                let key = object_key(&object);
                 let entries = objects.current.entry(kind).or_default();
-                entries.remove(&key).is_some()
+                let removed = entries.remove(&key).is_some();
+                objects.prune_images(false);
+                removed
             }
         };
         if answered {
@@ -519,8 +561,8 @@ impl Inventory {
             return;
         }
         if code == 404 {
-            objects.listing.remove(&kind);
             objects.current.remove(&kind);
+            objects.prune_images(true);
             objects.recovering.remove(&kind);
             objects.stale.remove(&kind);
         }
@@ -531,6 +573,36 @@ impl Inventory {
 }
 
 impl Objects {
+    /// What one object contributes, its image names shared.
+    fn read(&mut self, kind: Watched, object: &DynamicObject) -> (ObjectKey, Entry) {
+        let (key, entry) = read(kind, object);
+        let entry = match entry {
+            Read::Images(images) => {
+                Entry::Images(images.into_iter().map(|image| self.intern(image)).collect())
+            }
+            Read::Entry(entry) => entry,
+        };
+        (key, entry)
+    }
+
+    fn intern(&mut self, image: String) -> Arc<str> {
+        if let Some(shared) = self.images.get(image.as_str()) {
+            return shared.clone();
+        }
+        let shared: Arc<str> = Arc::from(image);
+        self.images.insert(shared.clone());
+        shared
+    }
+
+    /// Forgets the image names no entry holds any more: always when
+    /// `now`, else once they have doubled since the last time.
+    fn prune_images(&mut self, now: bool) {
+        if now || self.images.len() > 2 * self.images_pruned + 1024 {
+            self.images.retain(|image| Arc::strong_count(image) > 1);
+            self.images_pruned = self.images.len();
+        }
+    }
+
     fn complete(&self) -> bool {
         Watched::all().iter().all(|(kind, _)| {
             self.listed.contains(kind)
@@ -553,27 +625,38 @@ fn epoch_now() -> u64 {
     super::cache::epoch_seconds(std::time::SystemTime::now())
 }
 
-/// What one object contributes.
-fn read(kind: Watched, object: &DynamicObject) -> (ObjectKey, Entry) {
-    let key = (
+/// An object's key: its namespace and name.
+fn object_key(object: &DynamicObject) -> ObjectKey {
+    (
         object.metadata.namespace.clone(),
         object.metadata.name.clone().unwrap_or_default(),
-    );
+    )
+}
+
+/// What one object contributes, its image names not yet shared.
+enum Read {
+    Images(Vec<String>),
+    Entry(Entry),
+}
+
+/// What one object contributes.
+fn read(kind: Watched, object: &DynamicObject) -> (ObjectKey, Read) {
+    let key = object_key(object);
     let value = serde_json::to_value(object).unwrap_or(Value::Null);
     let entry = match kind {
-        Watched::Workload(kind) => Entry::Images(images_of(&value, kind)),
-        Watched::Node => Entry::Node(host_answers::node(&value)),
-        Watched::RuntimeClass => Entry::RuntimeClass(host_answers::runtime_class(&value)),
+        Watched::Workload(kind) => return (key, Read::Images(images_of(&value, kind))),
+        Watched::Node => Entry::Node(Box::new(host_answers::node(&value))),
+        Watched::RuntimeClass => Entry::RuntimeClass(Box::new(host_answers::runtime_class(&value))),
         Watched::Capacity(_) => {
             let at = |p: &str| value.pointer(p).cloned().unwrap_or(Value::Null);
-            Entry::Capacity(json!({
+            Entry::Capacity(Box::new(json!({
                 "apiVersion": at("/apiVersion"), "kind": at("/kind"),
                 "metadata": {"name": at("/metadata/name")},
                 "spec": at("/spec"), "status": at("/status"),
-            }))
+            })))
         }
     };
-    (key, entry)
+    (key, Read::Entry(entry))
 }
 
 /// The image references of one object's pod spec, read as the policy reads them.
@@ -616,9 +699,11 @@ pub async fn watch(
     let mut last_error: Option<Instant> = None;
     loop {
         let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
-        // The list is served from the API server's cache (resourceVersion=0);
-        // bookmarks are asked for (the watcher's default).
-        let config = watcher::Config::default().any_semantic();
+        // Lists come in pages of 500 (the watcher's default), so a large
+        // kind is never one answer in memory; with a page size kube sends no
+        // resourceVersion=0, so they are read from etcd, not from the watch
+        // cache (which would ignore the limit). Bookmarks are asked for.
+        let config = watcher::Config::default();
         let mut events = watcher::watcher(api, config).boxed();
         let mut failing = false;
         let refusal = loop {
@@ -944,6 +1029,9 @@ mod tests {
                 "status": {"conditions": [{"type": "AMIsReady", "status": ready, "reason": "AMINotFound"}]}}),
             )
         };
+        // Watched after their first list.
+        list(&inventory, Watched::Capacity("NodePool"), Vec::new());
+        list(&inventory, Watched::Capacity("EC2NodeClass"), Vec::new());
         inventory.apply(Watched::Capacity("NodePool"), Event::Apply(pool));
         inventory.apply(
             Watched::Capacity("EC2NodeClass"),
@@ -1030,5 +1118,57 @@ mod tests {
         assert!(health
             .iter()
             .all(|h| h.kind == "Node" || h.refused.is_none()));
+    }
+
+    /// A relist writes in place: during it, what was listed stays (with
+    /// what the new list brought); at its end, what it did not list goes,
+    /// and one change is counted, none when it listed the same.
+    #[test]
+    fn a_relist_replaces_in_place_and_changes_nothing_when_the_same() {
+        let inventory = Inventory::default();
+        let kind = Watched::Workload(Kind::Deployment);
+        list(
+            &inventory,
+            kind,
+            vec![
+                deployment("a", "corp/a:1"),
+                deployment("b", "corp/shared:1"),
+            ],
+        );
+        let version = inventory.version();
+        // The same list again: no change.
+        list(
+            &inventory,
+            kind,
+            vec![
+                deployment("a", "corp/a:1"),
+                deployment("b", "corp/shared:1"),
+            ],
+        );
+        assert_eq!(inventory.version(), version);
+        inventory.apply(kind, Event::Init);
+        inventory.apply(kind, Event::InitApply(deployment("c", "corp/shared:1")));
+        // Mid-relist: the old objects are still there, with the new.
+        let images = inventory.snapshot().images;
+        assert!(images.contains("corp/a:1") && images.contains("corp/shared:1"));
+        assert_eq!(inventory.version(), version, "counted at the end");
+        inventory.apply(kind, Event::InitDone);
+        assert!(inventory.version() > version);
+        assert_eq!(
+            inventory.snapshot().images,
+            BTreeSet::from(["corp/shared:1".to_string()])
+        );
+        // Image names are shared, and forgotten once no entry names them.
+        let objects = inventory.lock();
+        assert_eq!(objects.images.len(), 1);
+        let entries = objects.current.get(&kind).unwrap();
+        assert_eq!(entries.len(), 1);
+        drop(objects);
+        // A Pod's slot stays small whatever the Node's size.
+        assert!(
+            std::mem::size_of::<Slot>() <= 40,
+            "{}",
+            std::mem::size_of::<Slot>()
+        );
     }
 }
