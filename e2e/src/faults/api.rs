@@ -223,11 +223,8 @@ impl FakeApi {
     /// The objects of `kind` it holds now.
     pub fn objects(&self, kind: &str) -> Vec<Value> {
         let store = self.shared.lock();
-        store
-            .objects
-            .values()
-            .filter(|o| *at(o, &["kind"]) == kind)
-            .cloned()
+        of_kind(&store, kind, None, None)
+            .map(|(_, o)| o.clone())
             .collect()
     }
 
@@ -662,33 +659,63 @@ fn list(
     request: &Request,
 ) -> (u16, Value) {
     let store = shared.lock();
-    let from: usize = request
-        .param("continue")
-        .and_then(|t| t.parse().ok())
-        .unwrap_or(0);
+    // The token names the last object of the page before: `namespace/name`.
+    let after = match request.param("continue") {
+        None => None,
+        Some(token) => match token.split_once('/') {
+            Some((ns, name)) => Some((ns.to_string(), name.to_string())),
+            None => return status(400, "BadRequest", "the continue token is not valid"),
+        },
+    };
     let limit: usize = request
         .param("limit")
         .and_then(|l| l.parse().ok())
         .filter(|l| *l > 0)
         .unwrap_or(usize::MAX);
     let labels = selector::parse(request.param("labelSelector"));
-    let selected: Vec<&Value> = store
-        .objects
-        .values()
-        .filter(|o| is_selected(o, resource, namespace, labels.as_ref().ok()))
+    let mut page: Vec<(&Identity, &Value)> = of_kind(&store, resource.kind, namespace, after)
+        .filter(|(_, o)| is_selected(o, resource, namespace, labels.as_ref().ok()))
+        .take(limit.saturating_add(1))
         .collect();
-    let items: Vec<&Value> = selected.iter().skip(from).take(limit).copied().collect();
-    let next = from.saturating_add(limit);
-    let metadata = if next < selected.len() {
-        json!({"resourceVersion": store.version.to_string(), "continue": next.to_string()})
-    } else {
-        json!({"resourceVersion": store.version.to_string()})
+    let more = page.len() > limit;
+    page.truncate(limit);
+    let version = store.version.to_string();
+    let metadata = match page.last().filter(|_| more) {
+        Some(((_, ns, name), _)) => {
+            json!({"resourceVersion": version, "continue": format!("{ns}/{name}")})
+        }
+        None => json!({"resourceVersion": version}),
     };
+    let items: Vec<&Value> = page.into_iter().map(|(_, o)| o).collect();
     (
         200,
         json!({"kind": format!("{}List", resource.kind), "apiVersion": resource.group_version,
                "metadata": metadata, "items": items}),
     )
+}
+
+/// The stored objects of `kind` (in `namespace`, when given) in key order,
+/// from just after `after` (namespace, name): a range of the store, so a
+/// page costs what it holds, not what the store holds.
+fn of_kind<'a>(
+    store: &'a Store,
+    kind: &'a str,
+    namespace: Option<&'a str>,
+    after: Option<(String, String)>,
+) -> impl Iterator<Item = (&'a Identity, &'a Value)> + 'a {
+    use std::ops::Bound;
+    let start = match after {
+        Some((ns, name)) => Bound::Excluded((kind.to_string(), ns, name)),
+        None => Bound::Included((
+            kind.to_string(),
+            namespace.unwrap_or_default().to_string(),
+            String::new(),
+        )),
+    };
+    store
+        .objects
+        .range((start, Bound::Unbounded))
+        .take_while(move |((k, ns, _), _)| k == kind && namespace.is_none_or(|n| n == ns))
 }
 
 /// Streams the events after the request's resource version until its
@@ -846,12 +873,15 @@ fn item(
 ) -> (u16, Value) {
     let found = {
         let store = shared.lock();
+        let key = (
+            resource.kind.to_string(),
+            namespace.unwrap_or_default().to_string(),
+            name.to_string(),
+        );
         store
             .objects
-            .values()
-            .find(|o| {
-                selected(o, resource, namespace, request) && *at(o, &["metadata", "name"]) == name
-            })
+            .get(&key)
+            .filter(|o| selected(o, resource, namespace, request))
             .cloned()
     };
     let Some(current) = found else {
@@ -979,5 +1009,72 @@ mod tests {
         assert_eq!(send("GET", &item, b"").1["spec"]["holderIdentity"], "b");
         assert_eq!(api.objects("Lease")[0]["metadata"]["namespace"], "facts");
         assert!(api.seen().iter().all(|s| s.token.as_deref() == Some("a")));
+    }
+
+    /// Lists page over one kind only, in (namespace, name) order, each
+    /// object once, with a token naming the page's last object.
+    #[test]
+    fn lists_page_over_their_kind_in_order_with_tokens() {
+        let mut objects: Vec<Value> = (0..1_203)
+            .map(|i| {
+                json!({"apiVersion": "v1", "kind": "Pod",
+                       "metadata": {"name": format!("p-{i:05}"), "namespace": format!("ns-{}", i % 3)}})
+            })
+            .collect();
+        objects.extend((0..50).map(
+            |i| json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": format!("n-{i}")}}),
+        ));
+        let api = FakeApi::start(objects).unwrap();
+        let page = |path: &str| -> Value {
+            serde_json::from_slice(&http(api.port, "GET", path, &[], b"").unwrap().body).unwrap()
+        };
+        let all = |base: &str| -> (Vec<String>, usize) {
+            let mut names = Vec::new();
+            let mut pages = 0;
+            let mut token: Option<String> = None;
+            loop {
+                let path = match &token {
+                    Some(t) => format!("{base}?limit=100&continue={t}"),
+                    None => format!("{base}?limit=100"),
+                };
+                let list = page(&path);
+                pages += 1;
+                for item in list["items"].as_array().unwrap() {
+                    let ns = item["metadata"]["namespace"].as_str().unwrap_or("");
+                    names.push(format!(
+                        "{ns}/{}",
+                        item["metadata"]["name"].as_str().unwrap()
+                    ));
+                }
+                match list["metadata"]["continue"].as_str() {
+                    Some(t) => token = Some(t.to_string()),
+                    None => break,
+                }
+            }
+            (names, pages)
+        };
+        let (pods, pages) = all("/api/v1/pods");
+        assert_eq!((pods.len(), pages), (1_203, 13));
+        let mut sorted = pods.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted, pods, "in order, each once");
+        // A namespace's list holds its Pods only.
+        let (ns1, _) = all("/api/v1/namespaces/ns-1/pods");
+        assert_eq!(ns1.len(), 401);
+        assert!(ns1.iter().all(|p| p.starts_with("ns-1/")));
+        // Other kinds are not in the range; a bad token is refused.
+        let (nodes, pages) = all("/api/v1/nodes");
+        assert_eq!((nodes.len(), pages), (50, 1));
+        let bad = http(
+            api.port,
+            "GET",
+            "/api/v1/pods?limit=10&continue=oops",
+            &[],
+            b"",
+        )
+        .unwrap();
+        assert_eq!(bad.status, 400);
+        assert_eq!(api.objects("Node").len(), 50);
     }
 }
