@@ -526,7 +526,15 @@ mod tests {
     #[test]
     fn host_capabilities_answer_errors() {
         let err = answer(&NoCapabilities, "kubewarden", "oci", "v1/verify", b"{}").unwrap_err();
-        assert!(err.to_string().contains("kubewarden/oci/v1/verify"));
+        // In policy-server's words for a capability not granted.
+        assert!(
+            err.to_string().contains(
+                "Policy has not been granted access to the 'oci/v1/verify' host capability"
+            ),
+            "{err}"
+        );
+        let err = answer(&NoCapabilities, "other", "oci", "v1/verify", b"{}").unwrap_err();
+        assert!(err.to_string().contains("unknown binding: other"), "{err}");
         // Log lines are taken, as policy-server does.
         assert!(answer(&NoCapabilities, "kubewarden", "tracing", "log", b"{}").is_ok());
     }
@@ -557,7 +565,7 @@ mod tests {
             .unwrap()
             .call("lookup", b"\"img\"")
             .unwrap_err();
-        assert!(format!("{err:#}").contains("not available"), "{err:#}");
+        assert!(format!("{err:#}").contains("not been granted"), "{err:#}");
         let host = module.instantiate_with(Arc::new(Echo)).unwrap();
         let answer = host.call("lookup", b"\"img\"").unwrap();
         assert_eq!(answer, b"kubewarden/oci/v1/oci_manifest \"img\"");
