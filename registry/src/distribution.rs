@@ -120,13 +120,38 @@ pub fn client(policy: Arc<HostPolicy>, timeout: Duration) -> Result<reqwest::Cli
         .map_err(|e| chain(&e))
 }
 
-/// A user name and password from the Docker config.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A user name and password for one registry, and where they came from.
+#[derive(Clone, PartialEq, Eq)]
 pub struct Credentials {
     /// The user name.
     pub user: String,
     /// The password or token.
     pub password: String,
+    /// Where they came from, in words for a failure's fix: "the Docker
+    /// config", "the pull Secret team-a/regcred", "the AWS role …".
+    pub origin: String,
+}
+
+impl Credentials {
+    /// Credentials read from the Docker config.
+    pub fn docker_config(user: String, password: String) -> Credentials {
+        Credentials {
+            user,
+            password,
+            origin: "the Docker config".to_string(),
+        }
+    }
+}
+
+/// Never the password, whatever prints it.
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials")
+            .field("user", &self.user)
+            .field("password", &"<redacted>")
+            .field("origin", &self.origin)
+            .finish()
+    }
 }
 
 #[derive(Debug, Clone)]

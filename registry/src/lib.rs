@@ -117,6 +117,27 @@ impl Resolver {
         self.attempts(client, &reference, credentials).await
     }
 
+    /// One image read with `credentials` (a pull Secret's, say) for its
+    /// registry; with `None`, as [`Resolver::resolve`] reads it.
+    pub async fn resolve_with(&self, image: &str, credentials: Option<Credentials>) -> ImageFacts {
+        let Some(credentials) = credentials else {
+            return self.resolve(image).await;
+        };
+        let reference: Reference = match image.parse() {
+            Ok(reference) => reference,
+            Err(e) => return ImageFacts::LookupFailed(format!("not an image reference: {e}")),
+        };
+        let registry = reference.resolve_registry().to_string();
+        if let Err(refusal) = self.policy.admit(&registry).await {
+            return ImageFacts::LookupFailed(format!("{image} was not looked up: {refusal}"));
+        }
+        let client = match &self.client {
+            Ok(client) => client,
+            Err(e) => return ImageFacts::LookupFailed(format!("no HTTP client: {e}")),
+        };
+        self.attempts(client, &reference, Some(credentials)).await
+    }
+
     /// Up to `retries` more attempts after a transient failure.
     async fn attempts(
         &self,
@@ -321,7 +342,7 @@ fn docker_credentials(registry: &str) -> Option<Credentials> {
         .iter()
         .find_map(|name| match docker_credential::get_credential(name) {
             Ok(docker_credential::DockerCredential::UsernamePassword(user, password)) => {
-                Some(Credentials { user, password })
+                Some(Credentials::docker_config(user, password))
             }
             // An identity token is an OAuth refresh token, which this client does not exchange.
             Ok(docker_credential::DockerCredential::IdentityToken(_)) | Err(_) => None,

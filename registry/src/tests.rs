@@ -183,10 +183,7 @@ fn credentials_stay_with_their_registry_across_redirects() {
 fn credentials_for(owner: &str) -> impl Fn(&str) -> Option<Credentials> + Send + Sync + 'static {
     let owner = owner.to_owned();
     move |registry| {
-        (registry == owner).then(|| Credentials {
-            user: "user".into(),
-            password: "secret".into(),
-        })
+        (registry == owner).then(|| Credentials::docker_config("user".into(), "secret".into()))
     }
 }
 
