@@ -33,6 +33,29 @@ pub struct RegistryArgs {
     /// allowed. Repeat for several.
     #[arg(long, value_name = "PATTERN", value_parser = HostPattern::parse)]
     pub deny_registry: Vec<HostPattern>,
+    /// ECR (`<account>.dkr.ecr.<region>.amazonaws.com`) read with the AWS
+    /// identity of the process (IRSA, EKS Pod Identity, the node role, or a
+    /// laptop's keys and profile): `auto` where one is present, or `off`.
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = ProviderMode::Auto)]
+    pub aws_credentials: ProviderMode,
+    /// Artifact Registry and Container Registry (`*-docker.pkg.dev`,
+    /// `gcr.io`) read with GKE Workload Identity (the metadata server) or
+    /// gcloud's application default credentials: `auto` or `off`.
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = ProviderMode::Auto)]
+    pub gcp_credentials: ProviderMode,
+    /// ACR (`*.azurecr.io`) read with Azure Workload Identity: `auto` or `off`.
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = ProviderMode::Auto)]
+    pub azure_credentials: ProviderMode,
+}
+
+/// Whether a cloud's credentials are used for its registries. The Docker
+/// config wins wherever it names the registry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProviderMode {
+    /// Used for the cloud's registry hosts when its identity is present.
+    Auto,
+    /// Never used.
+    Off,
 }
 
 /// A duration that is not a number followed by ms, s, m or h.

@@ -41,6 +41,8 @@ pub struct Failure {
     pub transient: bool,
     /// No answer in time (to connect, or between reads).
     pub timed_out: bool,
+    /// The registry answered 401 to the credentials it was given.
+    pub unauthorized: bool,
 }
 
 impl Failure {
@@ -50,6 +52,7 @@ impl Failure {
             message: message.into(),
             transient: false,
             timed_out: false,
+            unauthorized: false,
         }
     }
 }
@@ -65,6 +68,7 @@ impl From<reqwest::Error> for Failure {
             message: chain(&error),
             transient,
             timed_out: error.is_timeout(),
+            unauthorized: false,
         }
     }
 }
@@ -84,7 +88,7 @@ fn source_of<'a, T: std::error::Error + 'static>(
 }
 
 /// An error and its sources, `: `-separated, each said once.
-fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut current = Some(error);
     while let Some(e) = current {
@@ -154,6 +158,44 @@ impl std::fmt::Debug for Credentials {
     }
 }
 
+/// What a session has to read a registry with, and what to say when the
+/// registry refuses it.
+#[derive(Debug, Clone, Default)]
+pub struct Access {
+    /// Credentials for the registry, if any.
+    pub credentials: Option<Credentials>,
+    /// What to grant when the registry refuses them (403).
+    pub denied_fix: Option<String>,
+    /// Without credentials: which identity was looked for.
+    pub absent_hint: Option<String>,
+}
+
+impl Access {
+    /// The words after a 401 or 403: where the credentials came from and
+    /// what to do, or why there were none.
+    fn hint(&self, registry: &str, status: StatusCode) -> String {
+        match (&self.credentials, &self.denied_fix) {
+            (Some(c), Some(fix)) if status == StatusCode::FORBIDDEN => {
+                format!(
+                    " (credentials for {registry} come from {}; {fix})",
+                    c.origin
+                )
+            }
+            (Some(c), _) => format!(" (credentials for {registry} come from {})", c.origin),
+            (None, _) => {
+                let absent = self
+                    .absent_hint
+                    .as_deref()
+                    .map(|h| format!(", and {h}"))
+                    .unwrap_or_default();
+                format!(
+                    " (no credentials for {registry}: the Docker config has none for it{absent})"
+                )
+            }
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 enum Authorization {
     Basic(Credentials),
@@ -169,7 +211,7 @@ pub struct Session<'a> {
     /// `https://host[:port]`, or `http://` for an insecure registry.
     base: String,
     repository: String,
-    credentials: Option<Credentials>,
+    access: Access,
     authorization: Option<Authorization>,
 }
 
@@ -180,7 +222,7 @@ impl<'a> Session<'a> {
         policy: &'a HostPolicy,
         registry: &str,
         repository: &str,
-        credentials: Option<Credentials>,
+        access: Access,
     ) -> Session<'a> {
         let scheme = if policy.insecure(registry) {
             "http"
@@ -193,7 +235,7 @@ impl<'a> Session<'a> {
             registry: registry.to_string(),
             base: format!("{scheme}://{registry}"),
             repository: repository.to_string(),
-            credentials,
+            access,
             authorization: None,
         }
     }
@@ -227,7 +269,8 @@ impl<'a> Session<'a> {
             response = self.send(&url, accept).await?;
         }
         if !response.status().is_success() {
-            return Err(status_failure(response, &format!("the {what}"), &self.registry).await);
+            let what = format!("the {what}");
+            return Err(status_failure(response, &what, &self.registry, &self.access).await);
         }
         read_limited(response, limit, what).await
     }
@@ -266,15 +309,16 @@ impl<'a> Session<'a> {
             ));
         }
         match (
-            &self.credentials,
+            &self.access.credentials,
             challenges
                 .iter()
                 .any(|c| c.scheme.eq_ignore_ascii_case("basic")),
         ) {
             (Some(credentials), true) => Ok(Authorization::Basic(credentials.clone())),
             _ => Err(Failure::permanent(format!(
-                "the registry {} asks for credentials (401) and the Docker config has none for it",
-                self.registry
+                "the registry {} asks for credentials (401){}",
+                self.registry,
+                self.access.hint(&self.registry, StatusCode::UNAUTHORIZED)
             ))),
         }
     }
@@ -300,14 +344,14 @@ impl<'a> Session<'a> {
             url.query_pairs_mut().append_pair("service", service);
         }
         let mut request = self.client.get(url.clone());
-        if let Some(c) = &self.credentials {
+        if let Some(c) = &self.access.credentials {
             if credentials_go_to(&self.registry, self.policy.insecure(&self.registry), &url) {
                 request = request.basic_auth(&c.user, Some(&c.password));
             }
         }
         let response = request.send().await?;
         if !response.status().is_success() {
-            return Err(status_failure(response, "a token", &self.registry).await);
+            return Err(status_failure(response, "a token", &self.registry, &self.access).await);
         }
         let body = read_limited(response, TOKEN_LIMIT, "token answer").await?;
         let answer: Value = body
@@ -425,7 +469,12 @@ pub async fn read_limited(
 
 /// A failure for an answer that is not a success, with the registry's
 /// own error message when it gives one.
-async fn status_failure(response: Response, what: &str, registry: &str) -> Failure {
+async fn status_failure(
+    response: Response,
+    what: &str,
+    registry: &str,
+    access: &Access,
+) -> Failure {
     let status = response.status();
     let body = read_limited(response, ERROR_LIMIT, "error answer")
         .await
@@ -443,15 +492,14 @@ async fn status_failure(response: Response, what: &str, registry: &str) -> Failu
         .map(|s| format!(": {s}"))
         .unwrap_or_default();
     let hint = match status {
-        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
-            format!(" (credentials for {registry} come from the Docker config)")
-        }
+        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => access.hint(registry, status),
         _ => String::new(),
     };
     Failure {
         message: format!("{registry} answered {status} for {what}{said}{hint}"),
         transient: status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS,
         timed_out: false,
+        unauthorized: status == StatusCode::UNAUTHORIZED && access.credentials.is_some(),
     }
 }
 

@@ -17,6 +17,7 @@ mod args;
 mod distribution;
 mod host_pattern;
 pub mod hosts;
+pub mod providers;
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -29,13 +30,15 @@ use os_placement_core::{ImageFacts, Platform};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-pub use args::{parse_duration, DurationError, RegistryArgs};
+pub use args::{parse_duration, DurationError, ProviderMode, RegistryArgs};
 pub use distribution::Credentials;
 #[cfg(test)]
 use distribution::MANIFEST_LIMIT;
-use distribution::{Failure, Session};
+use distribution::{Access, Failure, Session};
 pub use host_pattern::HostPattern;
 use hosts::HostPolicy;
+pub use providers::{Cloud, Env};
+use providers::{Lent, Providers};
 
 /// How long credentials read from the Docker config are used before they
 /// are read again (a rotated Secret is picked up).
@@ -52,15 +55,22 @@ pub struct Resolver {
     policy: Arc<HostPolicy>,
     source: CredentialSource,
     credentials: Mutex<HashMap<String, (Option<Credentials>, Instant)>>,
+    providers: Providers,
+    counts: Mutex<HashMap<&'static str, (u64, u64)>>,
     attempt_timeout: Duration,
     retries: u32,
     concurrency: usize,
 }
 
 impl Resolver {
-    /// A resolver with the limits and host policy of `args`, and the
-    /// Docker config's credentials.
+    /// A resolver with the limits and host policy of `args`, the Docker
+    /// config's credentials, and the cloud identity of the process.
     pub fn new(args: &RegistryArgs) -> Resolver {
+        Resolver::with_env(args, Env::process())
+    }
+
+    /// The same, with the cloud identity `env` describes.
+    pub fn with_env(args: &RegistryArgs, env: Env) -> Resolver {
         // reqwest takes the process's crypto provider; Err when one is installed already.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let policy = Arc::new(HostPolicy::new(args));
@@ -69,6 +79,8 @@ impl Resolver {
             policy,
             source: Box::new(docker_credentials),
             credentials: Mutex::new(HashMap::new()),
+            providers: Providers::new(args, env),
+            counts: Mutex::new(HashMap::new()),
             attempt_timeout: args.registry_timeout,
             retries: args.retries,
             concurrency: usize::from(args.concurrency),
@@ -101,63 +113,125 @@ impl Resolver {
 
     /// One image: its platforms, or why they could not be read.
     pub async fn resolve(&self, image: &str) -> ImageFacts {
-        let reference: Reference = match image.parse() {
-            Ok(reference) => reference,
-            Err(e) => return ImageFacts::LookupFailed(format!("not an image reference: {e}")),
-        };
-        let registry = reference.resolve_registry().to_string();
-        if let Err(refusal) = self.policy.admit(&registry).await {
-            return ImageFacts::LookupFailed(format!("{image} was not looked up: {refusal}"));
-        }
-        let client = match &self.client {
-            Ok(client) => client,
-            Err(e) => return ImageFacts::LookupFailed(format!("no HTTP client: {e}")),
-        };
-        let credentials = self.credentials_for(&registry);
-        self.attempts(client, &reference, credentials).await
+        self.resolve_with(image, None).await
     }
 
-    /// One image read with `credentials` (a pull Secret's, say) for its
-    /// registry; with `None`, as [`Resolver::resolve`] reads it.
-    pub async fn resolve_with(&self, image: &str, credentials: Option<Credentials>) -> ImageFacts {
-        let Some(credentials) = credentials else {
-            return self.resolve(image).await;
-        };
+    /// One image read with `given` credentials (a pull Secret's) for its
+    /// registry; with `None`, with the Docker config's, else its cloud's.
+    pub async fn resolve_with(&self, image: &str, given: Option<Credentials>) -> ImageFacts {
+        let given_any = given.is_some();
+        let (facts, by) = self.read(image, given).await;
+        let by = if given_any { "pull-secret" } else { by };
+        self.count(by, matches!(facts, ImageFacts::LookupFailed(_)));
+        facts
+    }
+
+    /// Lookups finished and failed so far, by where their credentials came
+    /// from: `pull-secret`, `docker-config`, `aws`, `gcp`, `azure`, `none`.
+    pub fn lookups_by_credentials(&self) -> Vec<(&'static str, u64, u64)> {
+        let counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        let mut all: Vec<_> = counts.iter().map(|(k, (n, f))| (*k, *n, *f)).collect();
+        all.sort_unstable();
+        all
+    }
+
+    fn count(&self, by: &'static str, failed: bool) {
+        let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = counts.entry(by).or_default();
+        entry.0 = entry.0.saturating_add(1);
+        if failed {
+            entry.1 = entry.1.saturating_add(1);
+        }
+    }
+
+    /// The facts, and where the credentials came from.
+    async fn read(&self, image: &str, given: Option<Credentials>) -> (ImageFacts, &'static str) {
         let reference: Reference = match image.parse() {
             Ok(reference) => reference,
-            Err(e) => return ImageFacts::LookupFailed(format!("not an image reference: {e}")),
+            Err(e) => {
+                let why = format!("not an image reference: {e}");
+                return (ImageFacts::LookupFailed(why), "none");
+            }
         };
         let registry = reference.resolve_registry().to_string();
         if let Err(refusal) = self.policy.admit(&registry).await {
-            return ImageFacts::LookupFailed(format!("{image} was not looked up: {refusal}"));
+            let why = format!("{image} was not looked up: {refusal}");
+            return (ImageFacts::LookupFailed(why), "none");
         }
         let client = match &self.client {
             Ok(client) => client,
-            Err(e) => return ImageFacts::LookupFailed(format!("no HTTP client: {e}")),
+            Err(e) => {
+                return (
+                    ImageFacts::LookupFailed(format!("no HTTP client: {e}")),
+                    "none",
+                )
+            }
         };
-        self.attempts(client, &reference, Some(credentials)).await
+        if let Some(credentials) = given.or_else(|| self.credentials_for(&registry)) {
+            let access = Access {
+                credentials: Some(credentials),
+                ..Access::default()
+            };
+            let (facts, _) = self.attempts(client, &reference, &access).await;
+            return (facts, "docker-config");
+        }
+        let insecure = self.policy.insecure(&registry);
+        // A token refused before its time is asked for again, once.
+        for renewed in [false, true] {
+            let (cloud, lent) = self.providers.lend(&registry, insecure, client).await;
+            let by = cloud.map_or("none", Cloud::label);
+            let access = match lent {
+                Lent::Nothing { hint } => Access {
+                    absent_hint: hint,
+                    ..Access::default()
+                },
+                Lent::Credentials {
+                    credentials,
+                    denied_fix,
+                } => Access {
+                    credentials: Some(credentials),
+                    denied_fix: Some(denied_fix),
+                    absent_hint: None,
+                },
+                Lent::Failed(why) => {
+                    return (ImageFacts::LookupFailed(format!("{registry}: {why}")), by)
+                }
+            };
+            let lent_token = access.credentials.is_some();
+            let (facts, unauthorized) = self.attempts(client, &reference, &access).await;
+            if !(unauthorized && lent_token && !renewed) {
+                return (facts, if lent_token { by } else { "none" });
+            }
+            self.providers.forget(&registry).await;
+        }
+        (
+            ImageFacts::LookupFailed(format!("{registry}: no lookup")),
+            "none",
+        )
     }
 
     /// Up to `retries` more attempts after a transient failure.
+    /// The facts, and whether the registry refused the credentials (401).
     async fn attempts(
         &self,
         client: &reqwest::Client,
         reference: &Reference,
-        credentials: Option<Credentials>,
-    ) -> ImageFacts {
+        access: &Access,
+    ) -> (ImageFacts, bool) {
         let mut last = String::new();
         for attempt in 0..=self.retries {
             if attempt > 0 {
                 tokio::time::sleep(pause_before(attempt)).await;
             }
-            let answer = platforms(client, &self.policy, reference, credentials.clone());
+            let answer = platforms(client, &self.policy, reference, access.clone());
             let failure = match tokio::time::timeout(self.attempt_timeout, answer).await {
-                Ok(Ok(platforms)) => return ImageFacts::Platforms(platforms),
+                Ok(Ok(platforms)) => return (ImageFacts::Platforms(platforms), false),
                 Ok(Err(failure)) => failure,
                 Err(_) => Failure {
                     message: String::new(),
                     transient: true,
                     timed_out: true,
+                    unauthorized: false,
                 },
             };
             last = if failure.timed_out {
@@ -166,15 +240,16 @@ impl Resolver {
                 failure.message
             };
             if !failure.transient {
-                return ImageFacts::LookupFailed(last);
+                return (ImageFacts::LookupFailed(last), failure.unauthorized);
             }
         }
-        match self.retries {
+        let facts = match self.retries {
             0 => ImageFacts::LookupFailed(last),
             retries => {
                 ImageFacts::LookupFailed(format!("{last} ({} attempts)", retries.saturating_add(1)))
             }
-        }
+        };
+        (facts, false)
     }
 
     /// The credentials of `registry`, read again after [`CREDENTIALS_FOR`].
@@ -202,16 +277,10 @@ async fn platforms(
     client: &reqwest::Client,
     policy: &HostPolicy,
     reference: &Reference,
-    credentials: Option<Credentials>,
+    access: Access,
 ) -> Result<Vec<Platform>, Failure> {
     let registry = reference.resolve_registry();
-    let mut session = Session::new(
-        client,
-        policy,
-        registry,
-        reference.repository(),
-        credentials,
-    );
+    let mut session = Session::new(client, policy, registry, reference.repository(), access);
     let target = reference
         .digest()
         .or_else(|| reference.tag())

@@ -1,0 +1,530 @@
+//! The AWS identity of the process, found in the order of the AWS SDKs'
+//! default credential chain: the environment's keys, the shared
+//! credentials file's profile (a laptop), IRSA's web identity token
+//! (exchanged at STS), the container credentials endpoint (EKS Pod
+//! Identity's agent, or ECS), then the instance's role through IMDSv2 (the
+//! node role). Only the keys are read: the SDKs' SSO, process and
+//! assume-role profiles are not.
+
+use std::net::IpAddr;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde_json::Value;
+
+use super::clock::{left_until_epoch, parse_rfc3339};
+use super::{form, read_file, said, send, service_account_of, Env};
+
+/// How long an unanswered instance metadata endpoint is believed absent.
+const ABSENT_FOR: Duration = Duration::from_secs(300);
+/// The wait for the instance metadata endpoint, which answers at once
+/// where it exists (the SDKs wait one second too).
+const IMDS_TIMEOUT: Duration = Duration::from_secs(1);
+/// The container credentials endpoint of a relative URI (ECS).
+const ECS_HOST: &str = "http://169.254.170.2";
+
+/// Keys for signing, how long they last, and whose they are.
+pub struct Keys {
+    pub access_key_id: String,
+    pub secret_access_key: String,
+    pub session_token: Option<String>,
+    /// Time left; `None` for keys that do not expire.
+    pub lifetime: Option<Duration>,
+    /// Whose they are, for a fix: "the role arn:… (IRSA …)".
+    pub principal: String,
+}
+
+/// Where the identity comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.
+    Environment,
+    /// A profile of the shared credentials file.
+    Profile { file: String, name: String },
+    /// IRSA: AWS_ROLE_ARN and AWS_WEB_IDENTITY_TOKEN_FILE.
+    WebIdentity {
+        role_arn: String,
+        token_file: String,
+    },
+    /// EKS Pod Identity or ECS: the container credentials endpoint.
+    Container { url: String },
+    /// The instance's role, through IMDSv2.
+    Instance { endpoint: String },
+}
+
+/// The credential chain.
+pub struct Chain {
+    env: Env,
+    client: Result<reqwest::Client, String>,
+    instance_absent_since: std::sync::Mutex<Option<Instant>>,
+}
+
+impl Chain {
+    pub fn new(env: Env, client: Result<reqwest::Client, String>) -> Chain {
+        Chain {
+            env,
+            client,
+            instance_absent_since: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// The first source of the chain that is configured; `None` when none
+    /// is (the instance endpoint counts until it is found absent).
+    pub fn source(&self) -> Option<Source> {
+        let env = &self.env;
+        if env.var("AWS_ACCESS_KEY_ID").is_some() && env.var("AWS_SECRET_ACCESS_KEY").is_some() {
+            return Some(Source::Environment);
+        }
+        if let Some(profile) = self.profile() {
+            return Some(profile);
+        }
+        if let (Some(role_arn), Some(token_file)) = (
+            env.var("AWS_ROLE_ARN"),
+            env.var("AWS_WEB_IDENTITY_TOKEN_FILE"),
+        ) {
+            return Some(Source::WebIdentity {
+                role_arn,
+                token_file,
+            });
+        }
+        if let Some(url) = env.var("AWS_CONTAINER_CREDENTIALS_FULL_URI") {
+            return Some(Source::Container { url });
+        }
+        if let Some(relative) = env.var("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI") {
+            return Some(Source::Container {
+                url: format!("{ECS_HOST}{relative}"),
+            });
+        }
+        let disabled = env
+            .var("AWS_EC2_METADATA_DISABLED")
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        let absent = self
+            .instance_absent_since
+            .lock()
+            .ok()
+            .and_then(|a| *a)
+            .is_some_and(|at| at.elapsed() < ABSENT_FOR);
+        if disabled || absent {
+            return None;
+        }
+        let endpoint = env
+            .var("AWS_EC2_METADATA_SERVICE_ENDPOINT")
+            .unwrap_or_else(|| "http://169.254.169.254".to_string());
+        Some(Source::Instance { endpoint })
+    }
+
+    /// The shared credentials file's profile, when it holds keys.
+    fn profile(&self) -> Option<Source> {
+        let file = self.env.var("AWS_SHARED_CREDENTIALS_FILE").or_else(|| {
+            self.env
+                .home()
+                .map(|h| h.join(".aws/credentials").display().to_string())
+        })?;
+        let name = self
+            .env
+            .var("AWS_PROFILE")
+            .unwrap_or_else(|| "default".into());
+        let text = std::fs::read_to_string(&file).ok()?;
+        let section = profile_section(&text, &name);
+        (section.contains_key("aws_access_key_id") && section.contains_key("aws_secret_access_key"))
+            .then_some(Source::Profile { file, name })
+    }
+
+    /// The keys of `source`. `Ok(None)` when the instance endpoint does not
+    /// answer: there is no identity after all. `region` picks STS's
+    /// regional endpoint when the environment names none.
+    pub async fn keys(&self, source: &Source, region: &str) -> Result<Option<Keys>, String> {
+        let client = self.client.as_ref().map_err(Clone::clone)?;
+        match source {
+            Source::Environment => Ok(Some(Keys {
+                access_key_id: self.env.var("AWS_ACCESS_KEY_ID").unwrap_or_default(),
+                secret_access_key: self.env.var("AWS_SECRET_ACCESS_KEY").unwrap_or_default(),
+                session_token: self.env.var("AWS_SESSION_TOKEN"),
+                lifetime: None,
+                principal: "the IAM identity of AWS_ACCESS_KEY_ID".into(),
+            })),
+            Source::Profile { file, name } => {
+                let text = read_file(file, "the AWS shared credentials file")?;
+                let section = profile_section(&text, name);
+                let get = |key: &str| section.get(key).cloned();
+                Ok(Some(Keys {
+                    access_key_id: get("aws_access_key_id").unwrap_or_default(),
+                    secret_access_key: get("aws_secret_access_key").unwrap_or_default(),
+                    session_token: get("aws_session_token"),
+                    lifetime: None,
+                    principal: format!("the IAM identity of the AWS profile {name} ({file})"),
+                }))
+            }
+            Source::WebIdentity {
+                role_arn,
+                token_file,
+            } => self
+                .web_identity(client, role_arn, token_file, region)
+                .await
+                .map(Some),
+            Source::Container { url } => self.container(client, url).await.map(Some),
+            Source::Instance { endpoint } => {
+                let keys = self.instance(client, endpoint).await;
+                if let Ok(None) = keys {
+                    if let Ok(mut absent) = self.instance_absent_since.lock() {
+                        *absent = Some(Instant::now());
+                    }
+                }
+                keys
+            }
+        }
+    }
+
+    /// IRSA: the projected token exchanged at STS for the role's keys.
+    async fn web_identity(
+        &self,
+        client: &reqwest::Client,
+        role_arn: &str,
+        token_file: &str,
+        region: &str,
+    ) -> Result<Keys, String> {
+        let token = read_file(
+            token_file,
+            "the web identity token (AWS_WEB_IDENTITY_TOKEN_FILE)",
+        )?;
+        let account = service_account_of(&token)
+            .map(|sa| format!("the ServiceAccount {sa}"))
+            .unwrap_or_else(|| "the syncer's ServiceAccount".into());
+        let endpoint = self.sts_endpoint(region);
+        let millis = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_millis();
+        let session = self
+            .env
+            .var("AWS_ROLE_SESSION_NAME")
+            .unwrap_or_else(|| format!("os-placement-{millis}"));
+        let body = form(&[
+            ("Action", "AssumeRoleWithWebIdentity"),
+            ("Version", "2011-06-15"),
+            ("RoleArn", role_arn),
+            ("RoleSessionName", &session),
+            ("WebIdentityToken", &token),
+        ]);
+        let answer = send(
+            client
+                .post(&endpoint)
+                .header("Content-Type", "application/x-www-form-urlencoded")
+                .body(body),
+            "AWS STS",
+        )
+        .await?;
+        let principal = format!(
+            "the role {role_arn} that {account} assumes (IRSA: its eks.amazonaws.com/role-arn annotation)"
+        );
+        if !answer.status.is_success() {
+            let code = xml_text(&answer.body, "Code").unwrap_or_else(|| answer.status.to_string());
+            let message = xml_text(&answer.body, "Message").unwrap_or_else(|| said(&answer.body));
+            let fix = match code.as_str() {
+                "ExpiredTokenException" => format!("the token in {token_file} has expired: the kubelet renews projected tokens, so check the pod's aws-iam-token volume"),
+                "InvalidIdentityToken" | "IDPRejectedClaim" => "register this cluster's OIDC issuer as an IAM identity provider".to_string(),
+                _ => format!("let the trust policy of {role_arn} allow sts:AssumeRoleWithWebIdentity for {account} through this cluster's OIDC provider"),
+            };
+            return Err(format!(
+                "AWS STS AssumeRoleWithWebIdentity for {role_arn} failed: {code}: {}; {fix}",
+                said(&message)
+            ));
+        }
+        let field = |tag: &str| xml_text(&answer.body, tag);
+        let expiration = field("Expiration").and_then(|e| parse_rfc3339(&e));
+        Ok(Keys {
+            access_key_id: field("AccessKeyId").ok_or("AWS STS answered without an AccessKeyId")?,
+            secret_access_key: field("SecretAccessKey")
+                .ok_or("AWS STS answered without a SecretAccessKey")?,
+            session_token: field("SessionToken"),
+            lifetime: expiration.map(left_until_epoch),
+            principal,
+        })
+    }
+
+    /// STS where the SDKs would reach it: its endpoint variables, else the
+    /// regional endpoint of the environment's region or the registry's.
+    fn sts_endpoint(&self, region: &str) -> String {
+        if let Some(url) = self
+            .env
+            .var("AWS_ENDPOINT_URL_STS")
+            .or_else(|| self.env.var("AWS_ENDPOINT_URL"))
+        {
+            return url;
+        }
+        let region = self
+            .env
+            .var("AWS_REGION")
+            .or_else(|| self.env.var("AWS_DEFAULT_REGION"))
+            .unwrap_or_else(|| region.to_string());
+        let suffix = if region.starts_with("cn-") {
+            "amazonaws.com.cn"
+        } else {
+            "amazonaws.com"
+        };
+        format!("https://sts.{region}.{suffix}/")
+    }
+
+    /// EKS Pod Identity's agent or ECS's endpoint, with its authorization token.
+    async fn container(&self, client: &reqwest::Client, url: &str) -> Result<Keys, String> {
+        let allowed = container_url_allowed(url);
+        if !allowed {
+            return Err(format!("AWS_CONTAINER_CREDENTIALS_FULL_URI {url} is neither HTTPS nor the EKS Pod Identity agent, ECS or a loopback address, so it is not asked (as the AWS SDKs refuse it)"));
+        }
+        let mut request = client.get(url);
+        let token = match self.env.var("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE") {
+            Some(file) => Some(read_file(&file, "the container authorization token")?),
+            None => self.env.var("AWS_CONTAINER_AUTHORIZATION_TOKEN"),
+        };
+        if let Some(token) = &token {
+            request = request.header("Authorization", token);
+        }
+        let answer = send(request, "the container credentials endpoint").await?;
+        let principal =
+            "the IAM role of the EKS Pod Identity association of the syncer's ServiceAccount"
+                .to_string();
+        if !answer.status.is_success() {
+            return Err(format!(
+                "the EKS Pod Identity agent ({url}) answered {}: {}; create a Pod Identity association for the syncer's ServiceAccount (and install the eks-pod-identity-agent add-on)",
+                answer.status,
+                said(&answer.body)
+            ));
+        }
+        keys_of_json(
+            &answer.json(),
+            principal,
+            "the container credentials endpoint",
+        )
+    }
+
+    /// The instance's role through IMDSv2; `Ok(None)` when nothing answers.
+    async fn instance(
+        &self,
+        client: &reqwest::Client,
+        endpoint: &str,
+    ) -> Result<Option<Keys>, String> {
+        let base = endpoint.trim_end_matches('/');
+        let token = client
+            .put(format!("{base}/latest/api/token"))
+            .header("X-aws-ec2-metadata-token-ttl-seconds", "21600")
+            .timeout(IMDS_TIMEOUT)
+            .send()
+            .await;
+        let token = match token {
+            Ok(r) if r.status().is_success() => r.text().await.unwrap_or_default(),
+            // Not on EC2, or the hop limit keeps pods out: no identity here.
+            _ => return Ok(None),
+        };
+        let get = |path: String| {
+            client
+                .get(format!("{base}{path}"))
+                .header("X-aws-ec2-metadata-token", token.clone())
+        };
+        let roles = send(
+            get("/latest/meta-data/iam/security-credentials/".into()),
+            "the instance metadata endpoint",
+        )
+        .await?;
+        let role = roles
+            .body
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_string();
+        if !roles.status.is_success() || role.is_empty() {
+            return Ok(None);
+        }
+        let answer = send(
+            get(format!("/latest/meta-data/iam/security-credentials/{role}")),
+            "the instance metadata endpoint",
+        )
+        .await?;
+        if !answer.status.is_success() {
+            return Err(format!(
+                "the instance metadata endpoint answered {} for the role {role}: {}",
+                answer.status,
+                said(&answer.body)
+            ));
+        }
+        let principal = format!("the node's instance role {role}");
+        keys_of_json(&answer.json(), principal, "the instance metadata endpoint").map(Some)
+    }
+}
+
+/// Whether the SDKs would ask this container credentials URL: HTTPS, or
+/// HTTP to loopback, ECS's 169.254.170.2 or EKS's 169.254.170.23 / fd00:ec2::23.
+fn container_url_allowed(url: &str) -> bool {
+    let Ok(parsed) = reqwest::Url::parse(url) else {
+        return false;
+    };
+    match (parsed.scheme(), parsed.host()) {
+        ("https", Some(_)) => true,
+        ("http", Some(url::Host::Domain(host))) => host.eq_ignore_ascii_case("localhost"),
+        ("http", Some(url::Host::Ipv4(ip))) => {
+            ip.is_loopback()
+                || ip == std::net::Ipv4Addr::new(169, 254, 170, 2)
+                || ip == std::net::Ipv4Addr::new(169, 254, 170, 23)
+        }
+        ("http", Some(url::Host::Ipv6(ip))) => {
+            IpAddr::V6(ip).is_loopback()
+                || ip == std::net::Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x23)
+        }
+        _ => false,
+    }
+}
+
+/// Keys in the JSON the container and instance endpoints answer.
+fn keys_of_json(json: &Option<Value>, principal: String, what: &str) -> Result<Keys, String> {
+    let field = |name: &str| {
+        json.as_ref()
+            .and_then(|j| j.get(name))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    Ok(Keys {
+        access_key_id: field("AccessKeyId")
+            .ok_or_else(|| format!("{what} answered without an AccessKeyId"))?,
+        secret_access_key: field("SecretAccessKey")
+            .ok_or_else(|| format!("{what} answered without a SecretAccessKey"))?,
+        session_token: field("Token"),
+        lifetime: field("Expiration")
+            .and_then(|e| parse_rfc3339(&e))
+            .map(left_until_epoch),
+        principal,
+    })
+}
+
+/// The text of the first `<tag>` element of an AWS query API answer.
+fn xml_text(xml: &str, tag: &str) -> Option<String> {
+    let open = format!("<{tag}>");
+    let start = xml.find(&open)? + open.len();
+    let end = start + xml.get(start..)?.find(&format!("</{tag}>"))?;
+    let text = xml.get(start..end)?.trim();
+    Some(
+        text.replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&quot;", "\"")
+            .replace("&apos;", "'")
+            .replace("&amp;", "&"),
+    )
+}
+
+/// The keys of `[name]` in an INI file (the shared credentials file).
+fn profile_section(text: &str, name: &str) -> std::collections::HashMap<String, String> {
+    let mut inside = false;
+    let mut keys = std::collections::HashMap::new();
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('#') || line.starts_with(';') || line.is_empty() {
+            continue;
+        }
+        if let Some(section) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            inside = section.trim() == name;
+            continue;
+        }
+        if inside {
+            if let Some((key, value)) = line.split_once('=') {
+                keys.insert(key.trim().to_ascii_lowercase(), value.trim().to_string());
+            }
+        }
+    }
+    keys
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sts_answers_are_read_by_tag() {
+        let ok = "<AssumeRoleWithWebIdentityResponse><AssumeRoleWithWebIdentityResult><Credentials><AccessKeyId>ASIA1</AccessKeyId><SecretAccessKey>s&amp;1</SecretAccessKey></Credentials></AssumeRoleWithWebIdentityResult></AssumeRoleWithWebIdentityResponse>";
+        assert_eq!(xml_text(ok, "AccessKeyId").as_deref(), Some("ASIA1"));
+        assert_eq!(xml_text(ok, "SecretAccessKey").as_deref(), Some("s&1"));
+        assert_eq!(xml_text(ok, "SessionToken"), None);
+        assert_eq!(xml_text("<Code>AccessDenied", "Code"), None);
+    }
+
+    #[test]
+    fn a_profile_is_read_from_its_own_section() {
+        let file = "[default]\naws_access_key_id = A\n# note\n[ci]\nAWS_ACCESS_KEY_ID=B\naws_secret_access_key = C\n";
+        assert_eq!(
+            profile_section(file, "ci")
+                .get("aws_access_key_id")
+                .map(String::as_str),
+            Some("B")
+        );
+        assert_eq!(
+            profile_section(file, "default").get("aws_secret_access_key"),
+            None
+        );
+        assert!(profile_section(file, "other").is_empty());
+    }
+
+    /// As the SDKs' `validate_full_uri` (aws-config's ecs.rs) allows it.
+    #[test]
+    fn container_endpoints_are_https_or_the_agents_addresses() {
+        assert!(container_url_allowed(
+            "http://169.254.170.23/v1/credentials"
+        ));
+        assert!(container_url_allowed(
+            "http://169.254.170.2/v2/credentials/x"
+        ));
+        assert!(container_url_allowed(
+            "http://[fd00:ec2::23]/v1/credentials"
+        ));
+        assert!(container_url_allowed("http://127.0.0.1:8080/creds"));
+        assert!(container_url_allowed("https://creds.corp.example/x"));
+        assert!(!container_url_allowed(
+            "http://169.254.169.254/latest/meta-data"
+        ));
+        assert!(!container_url_allowed("http://creds.corp.example/x"));
+        assert!(!container_url_allowed("file:///etc/passwd"));
+    }
+
+    #[test]
+    fn the_chain_takes_the_first_source_configured_and_none_when_none_is() {
+        let chain = |vars: &[(&str, &str)]| Chain::new(Env::of(vars), Err(String::new())).source();
+        assert_eq!(chain(&[("AWS_EC2_METADATA_DISABLED", "true")]), None);
+        assert_eq!(
+            chain(&[
+                ("AWS_ACCESS_KEY_ID", "A"),
+                ("AWS_SECRET_ACCESS_KEY", "B"),
+                ("AWS_ROLE_ARN", "r"),
+                ("AWS_WEB_IDENTITY_TOKEN_FILE", "/t")
+            ]),
+            Some(Source::Environment)
+        );
+        assert_eq!(
+            chain(&[
+                ("AWS_ROLE_ARN", "r"),
+                ("AWS_WEB_IDENTITY_TOKEN_FILE", "/t"),
+                (
+                    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+                    "http://169.254.170.23/v1/credentials"
+                )
+            ]),
+            Some(Source::WebIdentity {
+                role_arn: "r".into(),
+                token_file: "/t".into()
+            })
+        );
+        assert_eq!(
+            chain(&[(
+                "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+                "/v2/credentials/x"
+            )]),
+            Some(Source::Container {
+                url: "http://169.254.170.2/v2/credentials/x".into()
+            })
+        );
+        // An access key without its secret is no identity.
+        assert_eq!(
+            chain(&[
+                ("AWS_ACCESS_KEY_ID", "A"),
+                ("AWS_EC2_METADATA_SERVICE_ENDPOINT", "http://127.0.0.1:9")
+            ]),
+            Some(Source::Instance {
+                endpoint: "http://127.0.0.1:9".into()
+            })
+        );
+    }
+}
