@@ -30,6 +30,13 @@ pub struct Host {
     pub host: String,
 }
 
+/// The label of a series by where a lookup's credentials came from.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CredentialsLabel {
+    /// `pull-secret`, `docker-config`, `aws`, `gcp`, `azure` or `none`.
+    pub credentials: String,
+}
+
 /// The label of a per-kind series.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct KindLabel {
@@ -45,6 +52,8 @@ pub struct Metrics {
     lookups: Family<Host, Counter>,
     failures: Family<Host, Counter>,
     hosts: Mutex<BTreeSet<String>>,
+    by_credentials: Family<CredentialsLabel, Counter>,
+    failures_by_credentials: Family<CredentialsLabel, Counter>,
     /// Seconds since the oldest published image fact was resolved.
     pub oldest_fact_age: Gauge,
     /// Publishes that failed.
@@ -77,6 +86,8 @@ impl Metrics {
             lookups: Family::default(),
             failures: Family::default(),
             hosts: Mutex::new(BTreeSet::new()),
+            by_credentials: Family::default(),
+            failures_by_credentials: Family::default(),
             oldest_fact_age: Gauge::default(),
             publish_errors: Counter::default(),
             leader: Gauge::default(),
@@ -102,6 +113,16 @@ impl Metrics {
             "registry_lookup_failures",
             "Image lookups that failed or were refused, by registry host",
             m.failures.clone(),
+        );
+        r.register(
+            "lookups_by_credentials",
+            "Image lookups finished, by where their credentials came from (pull-secret, docker-config, aws, gcp, azure, none)",
+            m.by_credentials.clone(),
+        );
+        r.register(
+            "lookup_failures_by_credentials",
+            "Image lookups that failed or were refused, by where their credentials came from",
+            m.failures_by_credentials.clone(),
         );
         r.register_with_unit(
             "oldest_fact_age",
@@ -183,6 +204,26 @@ impl Metrics {
         }
     }
 
+    /// Brings the counts by credentials up to the resolver's totals
+    /// (`(credentials, lookups, failures)`, which only grow).
+    pub fn credentials(&self, totals: &[(&'static str, u64, u64)]) {
+        for (credentials, lookups, failures) in totals {
+            let label = CredentialsLabel {
+                credentials: (*credentials).to_string(),
+            };
+            for (family, total) in [
+                (&self.by_credentials, lookups),
+                (&self.failures_by_credentials, failures),
+            ] {
+                let counter = family.get_or_create(&label);
+                let seen = counter.get();
+                if *total > seen {
+                    counter.inc_by(total - seen);
+                }
+            }
+        }
+    }
+
     /// Counts a finished lookup at `host`.
     pub fn lookup(&self, host: &str, failed: bool) {
         let label = Host {
@@ -220,6 +261,22 @@ impl Metrics {
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lookups_are_counted_by_where_their_credentials_came_from() {
+        let metrics = Metrics::new();
+        metrics.credentials(&[("aws", 3, 1), ("docker-config", 2, 0)]);
+        metrics.credentials(&[("aws", 5, 1), ("docker-config", 2, 0)]);
+        let text = metrics.encode();
+        for line in [
+            "os_placement_sync_lookups_by_credentials_total{credentials=\"aws\"} 5",
+            "os_placement_sync_lookup_failures_by_credentials_total{credentials=\"aws\"} 1",
+            "os_placement_sync_lookups_by_credentials_total{credentials=\"docker-config\"} 2",
+            "os_placement_sync_lookup_failures_by_credentials_total{credentials=\"docker-config\"} 0",
+        ] {
+            assert!(text.contains(line), "{line} not in {text}");
+        }
+    }
 
     #[test]
     fn lookups_are_counted_by_host_and_hosts_are_bounded() {

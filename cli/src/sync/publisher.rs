@@ -285,6 +285,8 @@ impl Publisher {
         let failed = matches!(facts, ImageFacts::LookupFailed(_));
         let host = registry_of(&image).unwrap_or_else(|| "unparsable".to_string());
         self.status.metrics.lookup(&host, failed);
+        let totals = self.resolver.lookups_by_credentials();
+        self.status.metrics.credentials(&totals);
         lead.looked_up += 1;
         lead.failed += usize::from(failed);
         lead.generation += 1;
