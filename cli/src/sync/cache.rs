@@ -25,6 +25,11 @@ pub fn epoch_seconds(time: SystemTime) -> u64 {
 }
 
 impl Cache {
+    /// What was last resolved for `image`, if anything.
+    pub fn facts_of(&self, image: &str) -> Option<&ImageFacts> {
+        self.entries.get(image).map(|(facts, _)| facts)
+    }
+
     /// An empty cache with these expiries.
     pub fn new(refresh_after: Duration, retry_failed_after: Duration) -> Cache {
         Cache {

@@ -287,6 +287,12 @@ impl Publisher {
         self.status.metrics.lookup(&host, failed);
         let totals = self.resolver.lookups_by_credentials();
         self.status.metrics.credentials(&totals);
+        // Once per image and reason: a failure retried unchanged is not said again.
+        if let ImageFacts::LookupFailed(why) = &facts {
+            if self.cache.facts_of(&image) != Some(&facts) {
+                eprintln!("os-placement facts sync: {image} was not read: {why}");
+            }
+        }
         lead.looked_up += 1;
         lead.failed += usize::from(failed);
         lead.generation += 1;
