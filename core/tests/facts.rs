@@ -339,6 +339,46 @@ fn failed_lookup_falls_back_with_a_warning_naming_image_and_error() {
     assert!(codes(&d).contains(&"lookup-failed"));
 }
 
+/// The registry client ends a failure with the fix for it (`; grant …`,
+/// registry/src/providers/aws.rs): the warning's fix is the syncer's, so
+/// the role to change is named; an error whose tail is no fix keeps the
+/// general one.
+#[test]
+fn a_fix_the_syncer_published_is_the_warnings_fix() {
+    let image = "123456789012.dkr.ecr.us-east-1.amazonaws.com/billing/api:4.2";
+    let object = deployment(spec_with_images(&[image]));
+    let denied = "ecr:GetAuthorizationToken failed: AccessDeniedException: User: arn:aws:sts::123456789012:assumed-role/sync/1 is not authorized; grant ecr:GetAuthorizationToken to the role arn:aws:iam::123456789012:role/sync";
+    let facts = image_facts(image, ImageFacts::LookupFailed(denied.into()));
+    let warning = fallback_warning(&object, &eks(), &facts, "syncer's lookup of");
+    assert!(
+        warning.ends_with(
+            "; grant ecr:GetAuthorizationToken to the role arn:aws:iam::123456789012:role/sync"
+        ),
+        "{warning}"
+    );
+    // The cause takes what the fix leaves: here, nothing worth showing.
+    assert!(!warning.contains("AccessDenied"), "{warning}");
+    // With a shorter reference, it is shown, cut.
+    let short = "corp/api:1";
+    let object = deployment(spec_with_images(&[short]));
+    let facts = image_facts(short, ImageFacts::LookupFailed(denied.into()));
+    let warning = fallback_warning(&object, &eks(), &facts, "syncer's lookup of");
+    assert!(
+        warning.contains("failed (ecr:GetAuthorizationToken failed: AccessDenied"),
+        "{warning}"
+    );
+    assert!(warning.ends_with("role/sync"), "{warning}");
+    // A tail that is no fix ("caused by: …", "retry later") is the cause's.
+    for error in ["timeout; caused by: connection reset", "busy; retry later"] {
+        let facts = image_facts(short, ImageFacts::LookupFailed(error.into()));
+        let warning = fallback_warning(&object, &eks(), &facts, "syncer's lookup of");
+        assert!(
+            warning.ends_with("check that the syncer may reach the registry"),
+            "{warning}"
+        );
+    }
+}
+
 /// Regression: a long host error (policy-server's "Host error: ... not
 /// granted access ...") filled the warning, and the API server's 256-character
 /// cut removed the fix.

@@ -172,26 +172,20 @@ pub struct Access {
 
 impl Access {
     /// The words after a 401 or 403: where the credentials came from and
-    /// what to do, or why there were none.
+    /// what to grant, or why there were none and where to give them; a fix
+    /// comes last, after `; `, as the policy's warning reads it.
     fn hint(&self, registry: &str, status: StatusCode) -> String {
         match (&self.credentials, &self.denied_fix) {
             (Some(c), Some(fix)) if status == StatusCode::FORBIDDEN => {
-                format!(
-                    " (credentials for {registry} come from {}; {fix})",
-                    c.origin
-                )
+                format!(" (credentials for {registry} come from {}); {fix}", c.origin)
             }
             (Some(c), _) => format!(" (credentials for {registry} come from {})", c.origin),
-            (None, _) => {
-                let absent = self
-                    .absent_hint
-                    .as_deref()
-                    .map(|h| format!(", and {h}"))
-                    .unwrap_or_default();
-                format!(
-                    " (no credentials for {registry}: the Docker config has none for it{absent})"
-                )
-            }
+            (None, _) => match self.absent_hint.as_deref() {
+                Some(absent) => format!(
+                    " and none were found: the Docker config has none for it, and {absent}"
+                ),
+                None => " and none were found: the Docker config has none for it; add them to the syncer's Docker config (the Secret os-placement-registry-credentials)".to_string(),
+            },
         }
     }
 }

@@ -467,10 +467,14 @@ impl Found {
             ),
             // A failure the syncer published; published facts the host could
             // not give are said once for the request (`admission::context`).
-            ImageFactsSource::Cluster => (
-                format!("the syncer's lookup of {image} failed ({short}), so its OS is read from the reference"),
-                "check that the syncer may reach the registry".to_string(),
-            ),
+            ImageFactsSource::Cluster => match syncer_fix(error) {
+                // The syncer said what to grant or set: its words are the fix.
+                Some((cause, fix)) => (fitted_failure(path, image, cause, fix), fix.to_string()),
+                None => (
+                    format!("the syncer's lookup of {image} failed ({short}), so its OS is read from the reference"),
+                    "check that the syncer may reach the registry".to_string(),
+                ),
+            },
         };
         let d = Diagnostic::new(Code::LookupFailed, path, message, fix);
         match settings.lookup_failure {
@@ -723,4 +727,53 @@ pub fn pair_conflict(earlier: &Signal, later: &Signal) -> Option<Diagnostic> {
         ),
         fix,
     ))
+}
+
+/// The verbs a fix the syncer publishes starts with (the registry client
+/// ends a failure with `; <fix>`: "grant ecr:BatchGetImage …", "assign the
+/// AcrPull role …", "add --allow-registry …").
+const FIX_VERBS: &[&str] = &[
+    "grant ",
+    "assign ",
+    "let ",
+    "check ",
+    "enable ",
+    "register ",
+    "create ",
+    "run ",
+    "add ",
+    "set ",
+    "install ",
+];
+
+/// The message of a failure with the syncer's fix: the fix is what the
+/// user acts on, so the cause gets what is left of the warning's
+/// characters, and is left out when too little is.
+fn fitted_failure(path: &str, image: &str, cause: &str, fix: &str) -> String {
+    let without = format!(
+        "{path}: the syncer's lookup of {image} failed, so its OS is read from the reference; {fix}"
+    );
+    // " (" + cause + "…)" fits in what the line leaves, counted in bytes
+    // (the ellipsis takes three) so any measure of the line keeps under it.
+    let room = crate::vocab::text::WARNING_CHARS
+        .saturating_sub(1)
+        .saturating_sub(without.len())
+        .saturating_sub(6);
+    if room < 16 {
+        return format!(
+            "the syncer's lookup of {image} failed, so its OS is read from the reference"
+        );
+    }
+    let cause = crate::vocab::text::cut(cause, room.min(120));
+    format!("the syncer's lookup of {image} failed ({cause}), so its OS is read from the reference")
+}
+
+/// A published failure split into its cause and the syncer's fix, when it
+/// ends with one.
+fn syncer_fix(error: &str) -> Option<(&str, &str)> {
+    let (cause, fix) = error.rsplit_once("; ")?;
+    FIX_VERBS
+        .iter()
+        .any(|verb| fix.starts_with(verb))
+        .then_some((cause, fix))
 }

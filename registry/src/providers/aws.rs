@@ -117,7 +117,7 @@ impl Ecr {
         };
         let absent = || {
             Lent::Nothing {
-            hint: Some("no AWS identity is present (IRSA's AWS_ROLE_ARN and AWS_WEB_IDENTITY_TOKEN_FILE, EKS Pod Identity, or a node role)".into()),
+            hint: Some("no AWS identity is present (IRSA, EKS Pod Identity or a node role); annotate the syncer's ServiceAccount with eks.amazonaws.com/role-arn, or create an EKS Pod Identity association for it".into()),
         }
         };
         let Some(source) = self.chain.source() else {
@@ -180,7 +180,7 @@ impl Ecr {
                 .or_else(|| text("Message"))
                 .unwrap_or_else(|| said(&answer.body));
             return Err(format!(
-                "ecr:GetAuthorizationToken for {registry} failed: {code}: {}; grant ecr:GetAuthorizationToken to {}",
+                "ecr:GetAuthorizationToken failed for {registry}: {code}: {}; grant ecr:GetAuthorizationToken to {}",
                 said(&message),
                 keys.principal
             ));

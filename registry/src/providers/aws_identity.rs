@@ -220,7 +220,7 @@ impl Chain {
             let code = xml_text(&answer.body, "Code").unwrap_or_else(|| answer.status.to_string());
             let message = xml_text(&answer.body, "Message").unwrap_or_else(|| said(&answer.body));
             let fix = match code.as_str() {
-                "ExpiredTokenException" => format!("the token in {token_file} has expired: the kubelet renews projected tokens, so check the pod's aws-iam-token volume"),
+                "ExpiredTokenException" => format!("check the pod's aws-iam-token volume: the token in {token_file} has expired, and the kubelet renews projected tokens"),
                 "InvalidIdentityToken" | "IDPRejectedClaim" => "register this cluster's OIDC issuer as an IAM identity provider".to_string(),
                 _ => format!("let the trust policy of {role_arn} allow sts:AssumeRoleWithWebIdentity for {account} through this cluster's OIDC provider"),
             };

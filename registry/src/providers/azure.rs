@@ -84,7 +84,7 @@ impl Acr {
     ) -> Lent {
         let Some(identity) = self.identity() else {
             return Lent::Nothing {
-                hint: Some("no Azure Workload Identity is present (AZURE_CLIENT_ID, AZURE_TENANT_ID and AZURE_FEDERATED_TOKEN_FILE, set by the webhook for a pod labelled azure.workload.identity/use)".into()),
+                hint: Some("no Azure Workload Identity is present (AZURE_CLIENT_ID, AZURE_TENANT_ID, AZURE_FEDERATED_TOKEN_FILE); label the syncer's pods azure.workload.identity/use: \"true\" and annotate its ServiceAccount with azure.workload.identity/client-id".into()),
             };
         };
         let scope = registry.to_ascii_lowercase();

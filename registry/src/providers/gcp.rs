@@ -66,7 +66,7 @@ impl Google {
     pub async fn lend(&self, _registry: &str) -> Lent {
         let Some(source) = self.source().await else {
             return Lent::Nothing {
-                hint: Some("no Google identity is present (GKE Workload Identity's metadata server, or application default credentials)".into()),
+                hint: Some("no Google identity is present (GKE's metadata server or application default credentials); enable GKE Workload Identity and bind the syncer's ServiceAccount with iam.gke.io/gcp-service-account".into()),
             };
         };
         match self.cache.get(SCOPE, || self.token(source)).await {

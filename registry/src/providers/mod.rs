@@ -261,7 +261,9 @@ impl Providers {
 
 fn off(flag: &str) -> Lent {
     Lent::Nothing {
-        hint: Some(format!("{flag} is off")),
+        hint: Some(format!(
+            "{flag} is off; set {flag} auto to read it with the cloud's identity"
+        )),
     }
 }
 
