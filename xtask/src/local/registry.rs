@@ -1,7 +1,8 @@
 //! A real OCI registry on 127.0.0.1: Debian's `docker-registry` (the CNCF
-//! distribution server), with its own port and storage, stopped when dropped.
+//! distribution server), with its own port and storage, stopped when dropped;
+//! open to all, or behind an htpasswd file.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -29,9 +30,15 @@ fn failed(port: u16, message: String) -> Error {
     }
 }
 
-fn config(dir: &std::path::Path, port: u16) -> String {
+fn config(dir: &Path, port: u16, htpasswd: Option<&Path>) -> String {
+    let auth = htpasswd.map_or(String::new(), |path| {
+        format!(
+            "auth:\n  htpasswd:\n    realm: os-placement-test\n    path: {}\n",
+            path.display()
+        )
+    });
     format!(
-        "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:{port}\n",
+        "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:{port}\n{auth}",
         dir.join("storage").display()
     )
 }
@@ -40,13 +47,23 @@ impl LocalRegistry {
     /// Starts a registry. `Ok(None)` after a visible skip when docker-registry
     /// is not installed; an error under CI (see [`external::registry_server`]).
     pub fn start() -> Result<Option<Self>> {
+        Self::start_with(None)
+    }
+
+    /// Starts a registry asking for Basic credentials of the users in
+    /// `htpasswd` (bcrypt lines), a file it reads again whenever it changes.
+    pub fn start_with_htpasswd(htpasswd: &Path) -> Result<Option<Self>> {
+        Self::start_with(Some(htpasswd))
+    }
+
+    fn start_with(htpasswd: Option<&Path>) -> Result<Option<Self>> {
         let Some(binary) = external::registry_server()? else {
             return Ok(None);
         };
         let dir = tempfile::tempdir().map_err(Error::io("a temporary directory"))?;
         let port = free_port()?;
         let config_path = dir.path().join("config.yml");
-        crate::error::write(&config_path, config(dir.path(), port))?;
+        crate::error::write(&config_path, config(dir.path(), port, htpasswd))?;
         let log = dir.path().join("registry.log");
         let child = Command::new(&binary)
             .arg("serve")
@@ -57,8 +74,9 @@ impl LocalRegistry {
             .spawn()
             .map_err(Error::io(&binary))?;
         let mut registry = Self { child, port, dir };
+        // Behind htpasswd, an anonymous `/v2/` is challenged: up all the same.
         let up = wait_until(Duration::from_secs(20), || {
-            http(port, "GET", "/v2/", &[], b"").is_ok_and(|r| r.status == 200)
+            http(port, "GET", "/v2/", &[], b"").is_ok_and(|r| r.status == 200 || r.status == 401)
         });
         if !up {
             let status = registry.child.try_wait();
