@@ -39,6 +39,10 @@ pub enum Error {
         /// What the registry or the client said.
         message: String,
     },
+    /// A test service (a registry, a fake identity service) could not be
+    /// set up, or refused what the test set up.
+    #[error("{0}")]
+    Setup(String),
 }
 
 impl Error {

@@ -15,6 +15,7 @@ pub mod corpus;
 pub mod error;
 pub mod faults;
 pub mod host;
+pub mod identity;
 pub mod images;
 pub mod native;
 pub mod published;

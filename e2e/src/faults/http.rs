@@ -133,16 +133,20 @@ pub fn respond(stream: &TcpStream, status: u16, content_type: &str, body: &[u8])
     respond_with(stream, status, &[("Content-Type", content_type)], body);
 }
 
-/// Writes a whole answer with these headers (and its length) and closes.
+/// Writes a whole answer with these headers (and its length, unless they
+/// give one: a HEAD answer's is that of the body it stands for) and closes.
 pub fn respond_with(mut stream: &TcpStream, status: u16, headers: &[(&str, &str)], body: &[u8]) {
     let mut head = format!("HTTP/1.1 {status} {}\r\n", reason(status));
     for (name, value) in headers {
         head.push_str(&format!("{name}: {value}\r\n"));
     }
-    head.push_str(&format!(
-        "Content-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    ));
+    if !headers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("content-length"))
+    {
+        head.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
+    head.push_str("Connection: close\r\n\r\n");
     let _ = stream.write_all(head.as_bytes());
     let _ = stream.write_all(body);
     let _ = stream.flush();
@@ -169,14 +173,19 @@ fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
         201 => "Created",
+        202 => "Accepted",
         307 => "Temporary Redirect",
+        400 => "Bad Request",
         401 => "Unauthorized",
+        403 => "Forbidden",
         404 => "Not Found",
+        405 => "Method Not Allowed",
         409 => "Conflict",
         410 => "Gone",
         429 => "Too Many Requests",
         503 => "Service Unavailable",
         500 => "Internal Server Error",
+        502 => "Bad Gateway",
         _ => "Status",
     }
 }
