@@ -79,6 +79,8 @@ APT_PACKAGES += python3-yaml
 APT_PACKAGES += python3-venv
 # The image tests pull the CLI's image back with a client of its own.
 APT_PACKAGES += skopeo
+# The credential tests' registry checks users of an htpasswd file (htpasswd -B).
+APT_PACKAGES += apache2-utils
 
 # Everything builds in the shared ./target: the host (wasmtime) is built once,
 # in the dev/test profile, and `run` reuses what `test` built.
@@ -104,7 +106,7 @@ $(CARGO) build $(LOCKED) -p os-placement-policy --target $(WASM_TARGET) --releas
 @echo "$(WASM): $$(wc -c < $(WASM)) bytes (cargo's output: $$(wc -c < $(WASM_CARGO)))"
 endef
 
-.PHONY: deps tools venv image image-sbom push-image build run test test-cli bench bench-deps bench-server bench-sync test-release test-context test-faults bench-lookup push artifacthub $(ANNOTATED) policy.wasm fmt lint e2e-tests clean keypair sign sbom reproducible
+.PHONY: deps tools venv image image-sbom push-image build run test test-cli test-hosts bench bench-deps bench-server bench-sync test-release test-context test-faults bench-lookup push artifacthub $(ANNOTATED) policy.wasm fmt lint e2e-tests clean keypair sign sbom reproducible
 
 deps:
 	@command -v rustup >/dev/null || { echo "rustup not found: install it from https://rustup.rs" >&2; exit 1; }
@@ -173,10 +175,21 @@ clean:
 
 # The CLI in the dev profile (the host the e2e tests built is reused); the
 # parity test runs the .wasm built above.
-test-cli: deps
+test-cli: deps test-hosts
 	$(build-wasm)
 	$(CARGO) test $(LOCKED) -p os-placement-registry
 	OS_PLACEMENT_WASM="$(CURDIR)/$(WASM)" $(CARGO) test $(LOCKED) -p os-placement-cli
+
+# The registry names the credential tests reach, on 127.0.0.1 through
+# /etc/hosts (e2e/src/identity: CLOUD_HOSTS); the line is added once.
+CLOUD_TEST_HOSTS := 123456789012.dkr.ecr.us-east-1.amazonaws.com 210987654321.dkr.ecr.eu-west-1.amazonaws.com europe-west4-docker.pkg.dev osplacement.azurecr.io registry.other.test
+
+test-hosts:
+	@line="127.0.0.1 $(CLOUD_TEST_HOSTS) # os-placement test hosts"; \
+	if ! grep -qxF "$$line" /etc/hosts; then \
+	  sudo=""; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
+	  echo "$$line" | $$sudo tee -a /etc/hosts >/dev/null && echo "/etc/hosts: added $$line"; \
+	fi
 
 # Context-aware placement (e2e/tests/context): real registry, cluster fixtures, real policy-server.
 test-context: deps
