@@ -420,3 +420,6 @@ fn docker_credentials(registry: &str) -> Option<Credentials> {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod cloud_tests;

@@ -1,0 +1,490 @@
+//! The cloud providers end to end: a real docker-registry behind htpasswd
+//! whose password is the token a fake identity service issued
+//! (`os_placement_e2e::identity`, each following its provider's wire
+//! format), reached under ECR-, Artifact Registry- and ACR-shaped names
+//! that /etc/hosts puts on 127.0.0.1 (`make test-hosts`). Lookups succeed;
+//! tokens are renewed before they expire, over several renewals, with no
+//! failed lookup; a token goes to no other host; refused identities give
+//! the provider's words and the fix; absent or disabled identities are not
+//! asked; the Docker config wins.
+
+#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use clap::Parser;
+use os_placement_core::ImageFacts;
+use os_placement_e2e::faults::registry::{Answer, Scripted};
+use os_placement_e2e::identity::auth_registry::AuthRegistry;
+use os_placement_e2e::identity::aws::{
+    FakePodIdentity, FakeSts, KeyRing, PodIdentityFailure, StsFailure,
+};
+use os_placement_e2e::identity::azure::{AcrFront, EntraFailure, FakeEntra};
+use os_placement_e2e::identity::ecr::{EcrFailure, EcrRegistry, FakeEcr};
+use os_placement_e2e::identity::gcp::{FakeGce, GceFailure};
+use os_placement_e2e::identity::{cloud_hosts_ready, renewed_in_time};
+
+use super::*;
+
+const ROLE: &str = "arn:aws:iam::123456789012:role/os-placement-facts-sync";
+const ACCOUNT: &str = "123456789012";
+const OTHER_ACCOUNT: &str = "210987654321";
+const TENANT: &str = "72f988bf-86f1-41af-91ab-2d7cd011db47";
+const CLIENT: &str = "4f5c1a2e-0000-4000-8000-000000000001";
+const ACR_HOST: &str = "osplacement.azurecr.io";
+const GAR_HOST: &str = "europe-west4-docker.pkg.dev";
+/// Lifetime of the tokens in the renewal tests: several renewals in seconds.
+const SHORT: Duration = Duration::from_secs(3);
+/// How long the renewal tests read.
+const READING: Duration = Duration::from_secs(8);
+
+#[derive(Parser)]
+struct Flags {
+    #[command(flatten)]
+    registry: RegistryArgs,
+}
+
+/// What each test runs against; `None` after a visible skip outside CI.
+fn setup() -> Option<(AuthRegistry, tempfile::TempDir)> {
+    if !cloud_hosts_ready().unwrap() {
+        return None;
+    }
+    let registry = AuthRegistry::start().unwrap()?;
+    registry
+        .push_image(
+            "billing/api",
+            "4.2",
+            "windows",
+            "amd64",
+            Some("10.0.20348.2113"),
+        )
+        .unwrap();
+    Some((registry, tempfile::tempdir().unwrap()))
+}
+
+/// A projected service account token, as the kubelet writes it (the
+/// signature is not checked by the fakes).
+fn service_account_token(dir: &tempfile::TempDir, name: &str) -> PathBuf {
+    let claims = br#"{"iss":"https://oidc.eks.us-east-1.amazonaws.com/id/EXAMPLE","sub":"system:serviceaccount:os-placement:os-placement-facts-sync","aud":["sts.amazonaws.com"]}"#;
+    let encode = |b: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b);
+    let token = format!(
+        "{}.{}.c2lnbmF0dXJl",
+        encode(br#"{"alg":"RS256"}"#),
+        encode(claims)
+    );
+    let path = dir.path().join(name);
+    std::fs::write(&path, token).unwrap();
+    path
+}
+
+fn resolver_for(flags: &[String], env: &[(&str, &str)]) -> Resolver {
+    let args = ["test", "--registry-timeout", "3s", "--retries", "0"];
+    let args = args
+        .iter()
+        .map(|a| a.to_string())
+        .chain(flags.iter().cloned());
+    Resolver::with_env(&Flags::try_parse_from(args).unwrap().registry, Env::of(env))
+}
+
+fn insecure(registry: &str) -> Vec<String> {
+    vec!["--insecure-registry".into(), registry.into()]
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn read(resolver: &Resolver, image: &str) -> ImageFacts {
+    runtime().block_on(resolver.resolve(image))
+}
+
+fn platforms_of(facts: &ImageFacts) -> String {
+    match facts {
+        ImageFacts::Platforms(platforms) => platforms
+            .iter()
+            .map(|p| {
+                format!(
+                    "{}/{}/{}",
+                    p.os,
+                    p.architecture.clone().unwrap_or_default(),
+                    p.os_version.clone().unwrap_or_default()
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(","),
+        ImageFacts::LookupFailed(why) => panic!("lookup failed: {why}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+fn failure(facts: ImageFacts) -> String {
+    match facts {
+        ImageFacts::LookupFailed(why) => why,
+        other => panic!("not a failure: {other:?}"),
+    }
+}
+
+/// Reads `image` every 300 ms for [`READING`]: every read succeeds.
+fn read_throughout(resolver: &Resolver, image: &str) -> usize {
+    let runtime = runtime();
+    let started = Instant::now();
+    let mut reads = 0;
+    while started.elapsed() < READING {
+        let facts = runtime.block_on(resolver.resolve(image));
+        assert_eq!(
+            platforms_of(&facts),
+            "windows/amd64/10.0.20348.2113",
+            "read {reads}"
+        );
+        reads += 1;
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    reads
+}
+
+/// The AWS variables of an IRSA pod, pointed at the fakes.
+fn irsa_env<'a>(sts: &'a str, ecr: &'a str, token: &'a str) -> Vec<(&'a str, &'a str)> {
+    vec![
+        ("AWS_ROLE_ARN", ROLE),
+        ("AWS_WEB_IDENTITY_TOKEN_FILE", token),
+        ("AWS_ENDPOINT_URL_STS", sts),
+        ("AWS_ENDPOINT_URL_ECR", ecr),
+        ("AWS_EC2_METADATA_DISABLED", "true"),
+    ]
+}
+
+#[test]
+fn ecr_is_read_with_irsa_and_its_token_renewed_before_it_expires() {
+    let Some((registry, dir)) = setup() else {
+        return;
+    };
+    let keys = KeyRing::new();
+    let token = service_account_token(&dir, "irsa-token");
+    let sts = FakeSts::start(&keys, ROLE, &token).unwrap();
+    let ecr_registry = EcrRegistry::new(ACCOUNT, "us-east-1", &registry);
+    let host = format!("{}:{}", ecr_registry.host(), registry.port());
+    let ecr = FakeEcr::start(&keys, &[ecr_registry]).unwrap();
+    ecr.set_lifetime(SHORT);
+    let token = token.display().to_string();
+    let (sts_url, ecr_url) = (sts.url(), ecr.url());
+    let resolver = resolver_for(&insecure(&host), &irsa_env(&sts_url, &ecr_url, &token));
+
+    let reads = read_throughout(&resolver, &format!("{host}/billing/api:4.2"));
+    let issued = ecr.issued();
+    assert!(
+        issued.len() >= 3,
+        "{} tokens over {reads} reads",
+        issued.len()
+    );
+    assert!(
+        renewed_in_time(&issued),
+        "a renewal came after its token expired"
+    );
+    // Each token came from keys STS gave for the web identity token.
+    assert!(!sts.seen().is_empty());
+    assert!(ecr
+        .seen()
+        .iter()
+        .all(|r| r.header("x-amz-security-token").is_some()));
+    assert_eq!(
+        resolver.lookups_by_credentials(),
+        vec![("aws", reads as u64, 0)]
+    );
+}
+
+#[test]
+fn ecr_is_read_with_eks_pod_identity_and_tokens_stay_with_their_registry() {
+    let Some((registry, dir)) = setup() else {
+        return;
+    };
+    let keys = KeyRing::new();
+    let token = service_account_token(&dir, "eks-pod-identity-token");
+    let agent = FakePodIdentity::start(&keys, ROLE, &token).unwrap();
+    let first = EcrRegistry::new(ACCOUNT, "us-east-1", &registry);
+    let second = EcrRegistry::new(OTHER_ACCOUNT, "eu-west-1", &registry);
+    let (first_host, second_host) = (
+        format!("{}:{}", first.host(), registry.port()),
+        format!("{}:{}", second.host(), registry.port()),
+    );
+    let ecr = FakeEcr::start(&keys, &[first, second]).unwrap();
+    // A registry that is no cloud's, recording what it is sent.
+    let other = Scripted::start(|_| Answer::challenge("Basic realm=\"other\"")).unwrap();
+    let other_host = format!("registry.other.test:{}", other.port());
+    let mut flags = insecure(&first_host);
+    flags.extend(insecure(&second_host));
+    flags.extend(insecure(&other_host));
+    let (agent_url, ecr_url) = (format!("{}/v1/credentials", agent.url()), ecr.url());
+    let token = token.display().to_string();
+    let resolver = resolver_for(
+        &flags,
+        &[
+            ("AWS_CONTAINER_CREDENTIALS_FULL_URI", agent_url.as_str()),
+            ("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", token.as_str()),
+            ("AWS_ENDPOINT_URL_ECR", ecr_url.as_str()),
+            ("AWS_EC2_METADATA_DISABLED", "true"),
+        ],
+    );
+
+    let facts = read(&resolver, &format!("{first_host}/billing/api:4.2"));
+    assert_eq!(platforms_of(&facts), "windows/amd64/10.0.20348.2113");
+    let token_text = std::fs::read_to_string(dir.path().join("eks-pod-identity-token")).unwrap();
+    assert!(agent
+        .seen()
+        .iter()
+        .all(|r| r.header("authorization") == Some(token_text.as_str())));
+    let first_token = ecr.issued()[0].token.clone();
+
+    // The other account's registry gets a token of its own.
+    let facts = read(&resolver, &format!("{second_host}/billing/api:4.2"));
+    assert_eq!(platforms_of(&facts), "windows/amd64/10.0.20348.2113");
+    let bodies: Vec<String> = ecr
+        .seen()
+        .iter()
+        .map(|r| String::from_utf8_lossy(&r.body).into_owned())
+        .collect();
+    assert!(
+        bodies.iter().any(|b| b.contains(OTHER_ACCOUNT)),
+        "{bodies:?}"
+    );
+    assert_eq!(ecr.issued().len(), 2);
+
+    // A registry that is no cloud's is sent no token at all.
+    let why = failure(read(&resolver, &format!("{other_host}/billing/api:4.2")));
+    assert!(why.contains("the Docker config has none for it"), "{why}");
+    assert!(!other.seen().is_empty());
+    for request in other.seen() {
+        let authorization = request.header("authorization").unwrap_or_default();
+        assert!(!authorization.contains(&first_token), "{authorization}");
+        assert!(authorization.is_empty(), "{authorization}");
+    }
+}
+
+#[test]
+fn refused_aws_identities_give_the_providers_words_and_the_fix() {
+    let Some((registry, dir)) = setup() else {
+        return;
+    };
+    let keys = KeyRing::new();
+    let token = service_account_token(&dir, "irsa-token");
+    let sts = FakeSts::start(&keys, ROLE, &token).unwrap();
+    let ecr_registry = EcrRegistry::new(ACCOUNT, "us-east-1", &registry);
+    let host = format!("{}:{}", ecr_registry.host(), registry.port());
+    let image = format!("{host}/billing/api:4.2");
+    let ecr = FakeEcr::start(&keys, &[ecr_registry]).unwrap();
+    let token = token.display().to_string();
+    let (sts_url, ecr_url) = (sts.url(), ecr.url());
+    let env = irsa_env(&sts_url, &ecr_url, &token);
+    let fresh = || resolver_for(&insecure(&host), &env);
+
+    sts.set_failure(Some(StsFailure::AccessDenied));
+    let why = failure(read(&fresh(), &image));
+    assert!(why.contains("AssumeRoleWithWebIdentity"), "{why}");
+    assert!(why.contains("AccessDenied"), "{why}");
+    assert!(
+        why.contains("; let the trust policy of arn:aws:iam::123456789012:role/os-placement-facts-sync allow sts:AssumeRoleWithWebIdentity for the ServiceAccount os-placement/os-placement-facts-sync"),
+        "{why}"
+    );
+    sts.set_failure(Some(StsFailure::ExpiredToken));
+    let why = failure(read(&fresh(), &image));
+    assert!(why.contains("ExpiredTokenException"), "{why}");
+    assert!(
+        why.contains("; check the pod's aws-iam-token volume"),
+        "{why}"
+    );
+    sts.set_failure(None);
+
+    ecr.set_failure(Some(EcrFailure::AccessDenied));
+    let why = failure(read(&fresh(), &image));
+    assert!(why.contains("ecr:GetAuthorizationToken failed"), "{why}");
+    assert!(why.contains("AccessDeniedException"), "{why}");
+    assert!(
+        why.contains("; grant ecr:GetAuthorizationToken to the role arn:aws:iam::123456789012:role/os-placement-facts-sync"),
+        "{why}"
+    );
+    // The registry refuses a token it was given: asked again once, then said.
+    ecr.set_failure(Some(EcrFailure::RegistryRefuses));
+    let issued_before = ecr.issued().len();
+    let why = failure(read(&fresh(), &image));
+    assert!(why.contains("401"), "{why}");
+    assert!(
+        why.contains("come from the role arn:aws:iam::123456789012:role/os-placement-facts-sync"),
+        "{why}"
+    );
+    assert_eq!(ecr.issued().len(), issued_before + 2);
+    // No secret in any of it.
+    for k in keys.all() {
+        assert!(!why.contains(&k.secret_access_key));
+    }
+}
+
+#[test]
+fn absent_or_disabled_identities_are_not_asked_and_the_docker_config_wins() {
+    let Some((registry, dir)) = setup() else {
+        return;
+    };
+    let keys = KeyRing::new();
+    let token = service_account_token(&dir, "irsa-token");
+    let sts = FakeSts::start(&keys, ROLE, &token).unwrap();
+    let ecr_registry = EcrRegistry::new(ACCOUNT, "us-east-1", &registry);
+    let host = format!("{}:{}", ecr_registry.host(), registry.port());
+    let image = format!("{host}/billing/api:4.2");
+    let ecr = FakeEcr::start(&keys, &[ecr_registry]).unwrap();
+    let token = token.display().to_string();
+    let (sts_url, ecr_url) = (sts.url(), ecr.url());
+
+    // No AWS identity: the registry is read anonymously, and refuses.
+    let absent = resolver_for(
+        &insecure(&host),
+        &[
+            ("AWS_ENDPOINT_URL_STS", &sts_url),
+            ("AWS_EC2_METADATA_DISABLED", "true"),
+        ],
+    );
+    let why = failure(read(&absent, &image));
+    assert!(why.contains("no AWS identity is present"), "{why}");
+    assert!(
+        why.contains("; annotate the syncer's ServiceAccount with eks.amazonaws.com/role-arn"),
+        "{why}"
+    );
+    // Nor Google's or Azure's, for their hosts.
+    let gar = format!("{GAR_HOST}:{}", registry.port());
+    let why = failure(read(
+        &resolver_for(&insecure(&gar), &[]),
+        &format!("{gar}/billing/api:4.2"),
+    ));
+    assert!(why.contains("no Google identity is present"), "{why}");
+
+    // Turned off, the identity present is not used.
+    let mut flags = insecure(&host);
+    flags.extend(["--aws-credentials".to_string(), "off".to_string()]);
+    let off = resolver_for(&flags, &irsa_env(&sts_url, &ecr_url, &token));
+    let why = failure(read(&off, &image));
+    assert!(why.contains("--aws-credentials is off"), "{why}");
+
+    // The Docker config names the host: its credentials, not the role's.
+    let pusher = registry.pusher_password();
+    let owner = host.clone();
+    let configured = resolver_for(&insecure(&host), &irsa_env(&sts_url, &ecr_url, &token))
+        .with_credentials(move |r| {
+            (r == owner).then(|| Credentials::docker_config("pusher".into(), pusher.clone()))
+        });
+    assert_eq!(
+        platforms_of(&read(&configured, &image)),
+        "windows/amd64/10.0.20348.2113"
+    );
+    assert_eq!(
+        configured.lookups_by_credentials(),
+        vec![("docker-config", 1, 0)]
+    );
+
+    assert!(sts.seen().is_empty(), "STS was asked");
+    assert!(ecr.seen().is_empty(), "ECR was asked");
+}
+
+#[test]
+fn artifact_registry_is_read_with_the_gke_metadata_server() {
+    let Some((registry, _dir)) = setup() else {
+        return;
+    };
+    let gce = FakeGce::start(&registry).unwrap();
+    gce.set_lifetime(SHORT);
+    let host = format!("{GAR_HOST}:{}", registry.port());
+    let metadata = gce.host();
+    let resolver = resolver_for(&insecure(&host), &[("GCE_METADATA_HOST", &metadata)]);
+
+    read_throughout(&resolver, &format!("{host}/billing/api:4.2"));
+    let issued = gce.issued();
+    assert!(issued.len() >= 3, "{} tokens", issued.len());
+    assert!(renewed_in_time(&issued));
+    assert!(gce
+        .seen()
+        .iter()
+        .all(|r| r.header("metadata-flavor") == Some("Google")));
+
+    gce.set_failure(Some(GceFailure::Forbidden));
+    let fresh = resolver_for(&insecure(&host), &[("GCE_METADATA_HOST", &metadata)]);
+    let why = failure(read(&fresh, &format!("{host}/billing/api:4.2")));
+    assert!(why.contains("the GKE metadata server"), "{why}");
+    assert!(why.contains("; enable Workload Identity"), "{why}");
+}
+
+#[test]
+fn acr_is_read_with_azure_workload_identity_through_its_exchange() {
+    let Some((registry, dir)) = setup() else {
+        return;
+    };
+    let token = service_account_token(&dir, "azure-identity-token");
+    let entra = FakeEntra::start(TENANT, CLIENT, &token).unwrap();
+    entra.set_lifetime(SHORT);
+    let front = AcrFront::start(&registry, &entra, TENANT, ACR_HOST).unwrap();
+    front.set_lifetime(SHORT);
+    let host = format!("{ACR_HOST}:{}", front.port());
+    let (authority, token) = (entra.url(), token.display().to_string());
+    let env = [
+        ("AZURE_CLIENT_ID", CLIENT),
+        ("AZURE_TENANT_ID", TENANT),
+        ("AZURE_FEDERATED_TOKEN_FILE", token.as_str()),
+        ("AZURE_AUTHORITY_HOST", authority.as_str()),
+    ];
+    let resolver = resolver_for(&insecure(&host), &env);
+
+    read_throughout(&resolver, &format!("{host}/billing/api:4.2"));
+    let issued = front.issued();
+    assert!(issued.len() >= 3, "{} refresh tokens", issued.len());
+    assert!(renewed_in_time(&issued));
+    assert!(renewed_in_time(&entra.issued()));
+    // Entra's token went to the exchange only, never to the registry's API.
+    let aad: Vec<String> = entra.issued().iter().map(|i| i.token.clone()).collect();
+    for request in front.seen() {
+        if request.path != "/oauth2/exchange" {
+            let authorization = request
+                .header("authorization")
+                .unwrap_or_default()
+                .to_string();
+            assert!(aad.iter().all(|t| !authorization.contains(t.as_str())));
+        }
+    }
+
+    entra.set_failure(Some(EntraFailure::AssertionExpired));
+    let fresh = resolver_for(&insecure(&host), &env);
+    let why = failure(read(&fresh, &format!("{host}/billing/api:4.2")));
+    assert!(why.contains("AADSTS700024"), "{why}");
+    assert!(
+        why.contains("; check that identity's federated credential names this cluster's OIDC issuer and the ServiceAccount os-placement/os-placement-facts-sync"),
+        "{why}"
+    );
+}
+
+#[test]
+fn pod_identity_refusals_are_said_in_the_agents_words() {
+    let Some((registry, dir)) = setup() else {
+        return;
+    };
+    let keys = KeyRing::new();
+    let token = service_account_token(&dir, "eks-pod-identity-token");
+    let agent = FakePodIdentity::start(&keys, ROLE, &token).unwrap();
+    agent.set_failure(Some(PodIdentityFailure::AccessDenied));
+    let ecr_registry = EcrRegistry::new(ACCOUNT, "us-east-1", &registry);
+    let host = format!("{}:{}", ecr_registry.host(), registry.port());
+    let ecr = FakeEcr::start(&keys, &[ecr_registry]).unwrap();
+    let (agent_url, ecr_url) = (format!("{}/v1/credentials", agent.url()), ecr.url());
+    let token = token.display().to_string();
+    let resolver = resolver_for(
+        &insecure(&host),
+        &[
+            ("AWS_CONTAINER_CREDENTIALS_FULL_URI", agent_url.as_str()),
+            ("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", token.as_str()),
+            ("AWS_ENDPOINT_URL_ECR", ecr_url.as_str()),
+        ],
+    );
+    let why = failure(read(&resolver, &format!("{host}/billing/api:4.2")));
+    assert!(why.contains("EKS Pod Identity agent"), "{why}");
+    assert!(why.contains("403"), "{why}");
+    assert!(why.contains("; create a Pod Identity association"), "{why}");
+    assert!(ecr.seen().is_empty());
+}
