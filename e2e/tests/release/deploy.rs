@@ -288,3 +288,81 @@ fn the_facts_syncer_runs_two_replicas_probed_on_its_metrics_port(objects: &[Valu
     assert_eq!(annotations["prometheus.io/port"], "9090");
     assert_eq!(annotations["prometheus.io/path"], "/metrics");
 }
+
+/// deploy/aws: the least IAM policy reading a manifest and a config blob
+/// needs (AWS's "Amazon ECR managed policies": GetAuthorizationToken, then
+/// BatchGetImage for manifests and GetDownloadUrlForLayer for blobs), and
+/// trust policies naming the syncer's ServiceAccount as deploy/facts-sync.yaml
+/// creates it.
+#[test]
+fn the_aws_policies_grant_reading_images_and_trust_the_syncers_service_account() {
+    let read = |name: &str| -> Value {
+        let text = std::fs::read_to_string(repo_root().join("deploy/aws").join(name)).unwrap();
+        serde_json::from_str(&text).unwrap()
+    };
+    let policy = read("ecr-read-policy.json");
+    let mut actions = std::collections::BTreeSet::new();
+    for statement in policy["Statement"].as_array().unwrap() {
+        assert_eq!(statement["Effect"], "Allow");
+        match &statement["Action"] {
+            Value::String(action) => {
+                actions.insert(action.clone());
+            }
+            Value::Array(list) => {
+                actions.extend(list.iter().map(|a| a.as_str().unwrap().to_string()))
+            }
+            other => panic!("{other}"),
+        }
+        // Only the token is asked for on every resource.
+        if statement["Action"] != "ecr:GetAuthorizationToken" {
+            assert!(statement["Resource"]
+                .as_str()
+                .unwrap()
+                .starts_with("arn:aws:ecr:"));
+        }
+    }
+    assert_eq!(
+        actions,
+        set(&[
+            "ecr:BatchGetImage",
+            "ecr:GetAuthorizationToken",
+            "ecr:GetDownloadUrlForLayer"
+        ])
+    );
+    assert!(!actions
+        .iter()
+        .any(|a| a.contains('*') || a.starts_with("ecr:Put")));
+
+    let sync = deploy_objects("facts-sync.yaml");
+    let deployment = find(&sync, "Deployment", "os-placement-facts-sync");
+    let account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
+        .as_str()
+        .unwrap();
+    let namespace = deployment["metadata"]["namespace"].as_str().unwrap();
+    let irsa = read("irsa-trust-policy.json");
+    let condition = &irsa["Statement"][0]["Condition"]["StringEquals"];
+    let sub = condition
+        .as_object()
+        .unwrap()
+        .iter()
+        .find(|(k, _)| k.ends_with(":sub"))
+        .map(|(_, v)| v.as_str().unwrap().to_string())
+        .unwrap();
+    assert_eq!(sub, format!("system:serviceaccount:{namespace}:{account}"));
+    assert_eq!(
+        irsa["Statement"][0]["Action"],
+        "sts:AssumeRoleWithWebIdentity"
+    );
+    let pod_identity = read("pod-identity-trust-policy.json");
+    assert_eq!(
+        pod_identity["Statement"][0]["Principal"]["Service"],
+        "pods.eks.amazonaws.com"
+    );
+    // The default manifest reads no Secret: pull secrets need their own.
+    let role = find(&sync, "ClusterRole", "os-placement-facts-sync");
+    assert!(
+        !grants(role).iter().any(|g| g.starts_with("/secrets")),
+        "{:?}",
+        grants(role)
+    );
+}
