@@ -272,10 +272,13 @@ async fn round(
     let now = SystemTime::now();
     let stale = cache.to_resolve(&snapshot.images, now);
     let resolved = resolver.resolve_all(&stale).await;
-    let failed = resolved
-        .iter()
-        .filter(|(_, facts)| matches!(facts, ImageFacts::LookupFailed(_)))
-        .count();
+    let mut failed = 0;
+    for (image, facts) in &resolved {
+        if let ImageFacts::LookupFailed(why) = facts {
+            failed += 1;
+            eprintln!("os-placement facts sync: {image} was not read: {why}");
+        }
+    }
     cache.record(resolved, now);
     // A single run keeps no heartbeat: its facts read as rendered.
     let facts = cache.published(&snapshot.images);

@@ -17,6 +17,7 @@
 //! asserts that `registry` stalls on a hanging registry, so the fault is real.
 
 mod api_faults;
+mod cloud_identity;
 mod first_pods;
 mod setup;
 mod syncer;
