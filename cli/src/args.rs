@@ -39,6 +39,8 @@ pub enum Command {
     Facts(FactsCommand),
 }
 
+// Parsed once per run: the size of a variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum FactsCommand {
     /// Watch the cluster's Pods, workload templates, Nodes and RuntimeClasses,
