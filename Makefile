@@ -152,7 +152,7 @@ E2E_TEST = OS_PLACEMENT_WASM="$(CURDIR)/$(WASM)" KUBEWARDEN_BIN="$(KUBEWARDEN_BI
 
 # Everything through the module: the wasm tests, context-aware placement,
 # hostile inputs (one thread: it measures peak memory) and the release tests.
-e2e-tests: build
+e2e-tests: build test-hosts
 	$(E2E_TEST) --lib --bins
 	$(E2E_TEST) --test main wasm::
 	$(MAKE) --no-print-directory test-context
@@ -198,8 +198,8 @@ test-context: deps
 
 # Fault injection (e2e/tests/faults): fault registries and a small Kubernetes API on
 # 127.0.0.1, the real policy-server, the syncer (the CLI `make build` built; two replicas
-# at 10,000 Pods, leader takeovers); about two and a half minutes.
-test-faults: build
+# at 10,000 Pods, leader takeovers; ECR read with IRSA under its /etc/hosts name); about two and a half minutes.
+test-faults: build test-hosts
 	OS_PLACEMENT_CLI="$(CURDIR)/target/release/os-placement" $(E2E_TEST) --test main faults:: -- --nocapture --test-threads=1
 
 # Per-request time with and without an image lookup (release host).
