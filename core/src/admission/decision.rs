@@ -82,7 +82,7 @@ impl Decision {
 }
 
 /// The API server truncates admission warnings longer than this.
-pub const MAX_WARNING_CHARS: usize = crate::vocab::text::WARNING_CHARS;
+pub const MAX_WARNING_CHARS: usize = 256;
 
 fn warning_line(warning: &Diagnostic) -> String {
     let line = warning.to_string();

@@ -467,14 +467,20 @@ impl Found {
             ),
             // A failure the syncer published; published facts the host could
             // not give are said once for the request (`admission::context`).
-            ImageFactsSource::Cluster => match syncer_fix(error) {
-                // The syncer said what to grant or set: its words are the fix.
-                Some((cause, fix)) => (fitted_failure(path, image, cause, fix), fix.to_string()),
-                None => (
-                    format!("the syncer's lookup of {image} failed ({short}), so its OS is read from the reference"),
-                    "check that the syncer may reach the registry".to_string(),
-                ),
-            },
+            // A fix the syncer published is the fix; the cause is then left
+            // to the facts and the syncer's log, so the line keeps the fix whole.
+            ImageFactsSource::Cluster => {
+                let fix = syncer_fix(error);
+                let shown = match fix {
+                    Some(_) => String::new(),
+                    None => format!(" ({short})"),
+                };
+                let fix = fix.unwrap_or("check that the syncer may reach the registry");
+                (
+                    format!("the syncer's lookup of {image} failed{shown}, so its OS is read from the reference"),
+                    fix.to_string(),
+                )
+            }
         };
         let d = Diagnostic::new(Code::LookupFailed, path, message, fix);
         match settings.lookup_failure {
@@ -729,9 +735,16 @@ pub fn pair_conflict(earlier: &Signal, later: &Signal) -> Option<Diagnostic> {
     ))
 }
 
+/// Without the feature, the general fix.
+#[cfg(not(feature = "syncer-fixes"))]
+fn syncer_fix(_error: &str) -> Option<&str> {
+    None
+}
+
 /// The verbs a fix the syncer publishes starts with (the registry client
 /// ends a failure with `; <fix>`: "grant ecr:BatchGetImage …", "assign the
 /// AcrPull role …", "add --allow-registry …").
+#[cfg(feature = "syncer-fixes")]
 const FIX_VERBS: &[&str] = &[
     "grant ",
     "assign ",
@@ -746,34 +759,16 @@ const FIX_VERBS: &[&str] = &[
     "install ",
 ];
 
-/// The message of a failure with the syncer's fix: the fix is what the
-/// user acts on, so the cause gets what is left of the warning's
-/// characters, and is left out when too little is.
-fn fitted_failure(path: &str, image: &str, cause: &str, fix: &str) -> String {
-    let without = format!(
-        "{path}: the syncer's lookup of {image} failed, so its OS is read from the reference; {fix}"
-    );
-    // " (" + cause + "…)" fits in what the line leaves, counted in bytes
-    // (the ellipsis takes three) so any measure of the line keeps under it.
-    let room = crate::vocab::text::WARNING_CHARS
-        .saturating_sub(1)
-        .saturating_sub(without.len())
-        .saturating_sub(6);
-    if room < 16 {
-        return format!(
-            "the syncer's lookup of {image} failed, so its OS is read from the reference"
-        );
-    }
-    let cause = crate::vocab::text::cut(cause, room.min(120));
-    format!("the syncer's lookup of {image} failed ({cause}), so its OS is read from the reference")
-}
-
-/// A published failure split into its cause and the syncer's fix, when it
-/// ends with one.
-fn syncer_fix(error: &str) -> Option<(&str, &str)> {
-    let (cause, fix) = error.rsplit_once("; ")?;
+/// The syncer's fix a published failure ends with, if any. (Split
+/// forwards: the playground's module already holds that searcher.)
+#[cfg(feature = "syncer-fixes")]
+fn syncer_fix(error: &str) -> Option<&str> {
+    let fix = error
+        .split("; ")
+        .last()
+        .filter(|fix| fix.len() < error.len())?;
     FIX_VERBS
         .iter()
         .any(|verb| fix.starts_with(verb))
-        .then_some((cause, fix))
+        .then_some(fix)
 }

@@ -19,9 +19,6 @@ pub fn json_type_name(value: &Value) -> &'static str {
 /// the image and the fix, the line must stay within the API server's limit.
 const QUOTED_ERROR_CHARS: usize = 48;
 
-/// The API server truncates admission warnings longer than this.
-pub const WARNING_CHARS: usize = 256;
-
 /// The error text, short enough for a warning line.
 pub fn short(error: &str) -> String {
     cut(error, QUOTED_ERROR_CHARS)
