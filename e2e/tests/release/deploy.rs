@@ -289,11 +289,78 @@ fn the_facts_syncer_runs_two_replicas_probed_on_its_metrics_port(objects: &[Valu
     assert_eq!(annotations["prometheus.io/path"], "/metrics");
 }
 
-/// deploy/aws: the least IAM policy reading a manifest and a config blob
-/// needs (AWS's "Amazon ECR managed policies": GetAuthorizationToken, then
-/// BatchGetImage for manifests and GetDownloadUrlForLayer for blobs), and
-/// trust policies naming the syncer's ServiceAccount as deploy/facts-sync.yaml
-/// creates it.
+/// What an IAM policy allows: its actions, each with the resources it is
+/// allowed on; an error for a statement that is not a plain `Allow` of
+/// listed actions on listed resources (`NotAction`, `NotResource`, `Deny`).
+fn allowed(policy: &Value) -> Result<std::collections::BTreeMap<String, Vec<String>>, String> {
+    let strings = |value: &Value| -> Result<Vec<String>, String> {
+        match value {
+            Value::String(one) => Ok(vec![one.clone()]),
+            Value::Array(list) => list
+                .iter()
+                .map(|v| v.as_str().map(str::to_string).ok_or(format!("{v}")))
+                .collect(),
+            other => Err(format!("not a string or a list: {other}")),
+        }
+    };
+    let mut allowed = std::collections::BTreeMap::<String, Vec<String>>::new();
+    let statements = policy["Statement"].as_array().ok_or("no Statement list")?;
+    for statement in statements {
+        let keys: Vec<&String> = statement.as_object().ok_or("a statement")?.keys().collect();
+        if keys
+            .iter()
+            .any(|k| !["Sid", "Effect", "Action", "Resource"].contains(&k.as_str()))
+        {
+            return Err(format!("unexpected keys {keys:?}"));
+        }
+        if statement["Effect"] != "Allow" {
+            return Err(format!("Effect {}", statement["Effect"]));
+        }
+        let resources = strings(&statement["Resource"])?;
+        for action in strings(&statement["Action"])? {
+            allowed
+                .entry(action)
+                .or_default()
+                .extend(resources.iter().cloned());
+        }
+    }
+    Ok(allowed)
+}
+
+/// The least policy reading image platforms from ECR (AWS's "Private
+/// repository policies" and "Amazon ECR managed policies"): the
+/// authorization token, which has no resource, then BatchGetImage for
+/// manifests and GetDownloadUrlForLayer for the config blob, on the
+/// repositories only; nothing else.
+fn least_ecr_read(policy: &Value) -> Result<(), String> {
+    let allowed = allowed(policy)?;
+    let actions: Vec<&str> = allowed.keys().map(String::as_str).collect();
+    if actions
+        != [
+            "ecr:BatchGetImage",
+            "ecr:GetAuthorizationToken",
+            "ecr:GetDownloadUrlForLayer",
+        ]
+    {
+        return Err(format!("actions {actions:?}"));
+    }
+    for (action, resources) in &allowed {
+        let fits = |r: &String| match action.as_str() {
+            "ecr:GetAuthorizationToken" => r == "*",
+            _ => r.starts_with("arn:aws:ecr:") && r.contains(":repository/"),
+        };
+        if !resources.iter().all(fits) {
+            return Err(format!("{action} on {resources:?}"));
+        }
+    }
+    Ok(())
+}
+
+/// A change made to a policy.
+type Edit = fn(&mut Value);
+
+/// deploy/aws: the least IAM policy, and trust policies naming the
+/// syncer's ServiceAccount as deploy/facts-sync.yaml creates it.
 #[test]
 fn the_aws_policies_grant_reading_images_and_trust_the_syncers_service_account() {
     let read = |name: &str| -> Value {
@@ -301,37 +368,36 @@ fn the_aws_policies_grant_reading_images_and_trust_the_syncers_service_account()
         serde_json::from_str(&text).unwrap()
     };
     let policy = read("ecr-read-policy.json");
-    let mut actions = std::collections::BTreeSet::new();
-    for statement in policy["Statement"].as_array().unwrap() {
-        assert_eq!(statement["Effect"], "Allow");
-        match &statement["Action"] {
-            Value::String(action) => {
-                actions.insert(action.clone());
-            }
-            Value::Array(list) => {
-                actions.extend(list.iter().map(|a| a.as_str().unwrap().to_string()))
-            }
-            other => panic!("{other}"),
-        }
-        // Only the token is asked for on every resource.
-        if statement["Action"] != "ecr:GetAuthorizationToken" {
-            assert!(statement["Resource"]
-                .as_str()
-                .unwrap()
-                .starts_with("arn:aws:ecr:"));
-        }
+    assert_eq!(least_ecr_read(&policy), Ok(()));
+    // Wider, narrower or other policies are not the least one.
+    let edits: [(&str, Edit); 6] = [
+        ("an extra action", |p| {
+            p["Statement"][1]["Action"] = serde_json::json!([
+                "ecr:BatchGetImage",
+                "ecr:GetDownloadUrlForLayer",
+                "ecr:PutImage"
+            ])
+        }),
+        ("a wildcard", |p| {
+            p["Statement"][1]["Action"] = "ecr:*".into()
+        }),
+        ("a missing action", |p| {
+            p["Statement"][1]["Action"] = "ecr:BatchGetImage".into()
+        }),
+        ("the repositories' actions on every resource", |p| {
+            p["Statement"][1]["Resource"] = "*".into()
+        }),
+        ("a NotAction", |p| {
+            let action = p["Statement"][1]["Action"].take();
+            p["Statement"][1]["NotAction"] = action;
+        }),
+        ("a Deny", |p| p["Statement"][0]["Effect"] = "Deny".into()),
+    ];
+    for (what, edit) in edits {
+        let mut changed = policy.clone();
+        edit(&mut changed);
+        assert!(least_ecr_read(&changed).is_err(), "{what}");
     }
-    assert_eq!(
-        actions,
-        set(&[
-            "ecr:BatchGetImage",
-            "ecr:GetAuthorizationToken",
-            "ecr:GetDownloadUrlForLayer"
-        ])
-    );
-    assert!(!actions
-        .iter()
-        .any(|a| a.contains('*') || a.starts_with("ecr:Put")));
 
     let sync = deploy_objects("facts-sync.yaml");
     let deployment = find(&sync, "Deployment", "os-placement-facts-sync");
@@ -340,24 +406,44 @@ fn the_aws_policies_grant_reading_images_and_trust_the_syncers_service_account()
         .unwrap();
     let namespace = deployment["metadata"]["namespace"].as_str().unwrap();
     let irsa = read("irsa-trust-policy.json");
-    let condition = &irsa["Statement"][0]["Condition"]["StringEquals"];
-    let sub = condition
-        .as_object()
+    let statement = &irsa["Statement"][0];
+    assert_eq!(statement["Effect"], "Allow");
+    assert_eq!(statement["Action"], "sts:AssumeRoleWithWebIdentity");
+    let provider = statement["Principal"]["Federated"]
+        .as_str()
         .unwrap()
-        .iter()
-        .find(|(k, _)| k.ends_with(":sub"))
-        .map(|(_, v)| v.as_str().unwrap().to_string())
-        .unwrap();
-    assert_eq!(sub, format!("system:serviceaccount:{namespace}:{account}"));
+        .split_once(":oidc-provider/")
+        .unwrap()
+        .1;
+    let condition = &statement["Condition"]["StringEquals"];
     assert_eq!(
-        irsa["Statement"][0]["Action"],
-        "sts:AssumeRoleWithWebIdentity"
+        condition[format!("{provider}:sub")],
+        format!("system:serviceaccount:{namespace}:{account}")
     );
+    assert_eq!(condition[format!("{provider}:aud")], "sts.amazonaws.com");
     let pod_identity = read("pod-identity-trust-policy.json");
+    let statement = &pod_identity["Statement"][0];
+    assert_eq!(statement["Effect"], "Allow");
+    assert_eq!(statement["Principal"]["Service"], "pods.eks.amazonaws.com");
     assert_eq!(
-        pod_identity["Statement"][0]["Principal"]["Service"],
-        "pods.eks.amazonaws.com"
+        statement["Action"],
+        serde_json::json!(["sts:AssumeRole", "sts:TagSession"])
     );
+
+    // The ServiceAccount's cloud annotations and the pods' Azure label are
+    // offered, commented: none is set by default.
+    let service_account = find(&sync, "ServiceAccount", account);
+    assert!(service_account["metadata"]["annotations"].is_null());
+    let text = std::fs::read_to_string(repo_root().join("deploy/facts-sync.yaml")).unwrap();
+    for offered in [
+        "#   eks.amazonaws.com/role-arn: arn:aws:iam::",
+        "aws eks create-pod-identity-association",
+        "#   iam.gke.io/gcp-service-account: ",
+        "#   azure.workload.identity/client-id: ",
+        "# azure.workload.identity/use: \"true\"",
+    ] {
+        assert!(text.contains(offered), "{offered}");
+    }
     // The default manifest reads no Secret: pull secrets need their own.
     let role = find(&sync, "ClusterRole", "os-placement-facts-sync");
     assert!(
