@@ -360,6 +360,14 @@ fn a_fix_the_syncer_published_is_the_warnings_fix() {
     assert!(!warning.contains("AccessDenied"), "{warning}");
     let short = "corp/api:1";
     let object = deployment(spec_with_images(&[short]));
+    // A missing identity's fix (registry/src/providers/aws.rs).
+    let absent = "answered 401: no AWS identity is present; annotate the syncer's ServiceAccount with eks.amazonaws.com/role-arn";
+    let facts = image_facts(short, ImageFacts::LookupFailed(absent.into()));
+    let warning = fallback_warning(&object, &eks(), &facts, "syncer's lookup of");
+    assert!(
+        warning.ends_with("; annotate the syncer's ServiceAccount with eks.amazonaws.com/role-arn"),
+        "{warning}"
+    );
     // A tail that is no fix ("caused by: …", "retry later") is the cause's.
     for error in ["timeout; caused by: connection reset", "busy; retry later"] {
         let facts = image_facts(short, ImageFacts::LookupFailed(error.into()));

@@ -747,6 +747,8 @@ fn syncer_fix(_error: &str) -> Option<&str> {
 #[cfg(feature = "syncer-fixes")]
 const FIX_VERBS: &[&str] = &[
     "grant ",
+    "annotate ",
+    "label ",
     "assign ",
     "let ",
     "check ",

@@ -34,6 +34,8 @@ fn auditing_policies() -> Vec<(String, Value)> {
     let mut files: Vec<_> = std::fs::read_dir(repo_root().join("deploy"))
         .unwrap()
         .map(|e| e.unwrap().path())
+        // Manifests only: deploy/aws holds IAM policies.
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
         .collect();
     files.sort();
     for file in files {
