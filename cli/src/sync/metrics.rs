@@ -16,8 +16,6 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::{Registry, Unit};
 
-use super::watch::KindHealth;
-
 /// Registry hosts given their own label; lookups at any further host
 /// count under `other`, so pods naming ever new hosts cannot grow the
 /// metrics without bound.
@@ -28,6 +26,21 @@ pub const HOSTS_KEPT: usize = 64;
 pub struct Host {
     /// `host[:port]` as images name it, or `other`.
     pub host: String,
+}
+
+// Defined here, not by the watches that fill it in: the watches report to
+// `/metrics` through `serve`, which holds these metrics.
+/// How one kind's watch fares, for `/metrics`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KindHealth {
+    /// The kind (`Pod`, `NodePool`, ...).
+    pub kind: &'static str,
+    /// Since when its watch is failing, seconds since the epoch.
+    pub recovering_since: Option<u64>,
+    /// Whether the API server refuses it, with the HTTP status.
+    pub refused: Option<u16>,
+    /// Whether its facts are published as stale.
+    pub stale: bool,
 }
 
 /// The label of a series by where a lookup's credentials came from.

@@ -24,6 +24,7 @@ use os_placement_core::{host_answers, locate_pod_spec, ClusterRuntimeClass, Kind
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 
+use super::metrics::KindHealth;
 use super::pace::{jittered, Backoff, Pace};
 use super::serve::Status;
 
@@ -173,19 +174,6 @@ pub const CONFIRMED_AFTER: Duration = Duration::from_secs(1);
 /// this long, no longer holds the first publication: the facts are
 /// published without it (and it is marked stale).
 pub const FIRST_LIST_WAIT: Duration = Duration::from_secs(60);
-
-/// How one kind's watch fares, for `/metrics`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KindHealth {
-    /// The kind (`Pod`, `NodePool`, ...).
-    pub kind: &'static str,
-    /// Since when its watch is failing, seconds since the epoch.
-    pub recovering_since: Option<u64>,
-    /// Whether the API server refuses it, with the HTTP status.
-    pub refused: Option<u16>,
-    /// Whether its facts are published as stale.
-    pub stale: bool,
-}
 
 /// What the facts are built from, at one moment.
 #[derive(Debug, Clone, Default, PartialEq)]
