@@ -175,43 +175,56 @@ impl Resolver {
             let (facts, _) = self.attempts(client, &reference, &access).await;
             return (facts, "docker-config");
         }
-        let insecure = self.policy.insecure(&registry);
-        // A token refused before its time is asked for again, once.
-        for renewed in [false, true] {
-            let (cloud, lent) = self.providers.lend(&registry, insecure, client).await;
-            let by = cloud.map_or("none", Cloud::label);
-            let access = match lent {
-                Lent::Nothing { hint } => Access {
-                    absent_hint: hint,
-                    ..Access::default()
-                },
-                Lent::Credentials {
-                    credentials,
-                    denied_fix,
-                } => Access {
-                    credentials: Some(credentials),
-                    denied_fix: Some(denied_fix),
-                    absent_hint: None,
-                },
-                Lent::Failed(why) => {
-                    return (ImageFacts::LookupFailed(format!("{registry}: {why}")), by)
-                }
-            };
-            let lent_token = access.credentials.is_some();
-            let (facts, unauthorized) = self.attempts(client, &reference, &access).await;
-            if !(unauthorized && lent_token && !renewed) {
-                return (facts, if lent_token { by } else { "none" });
-            }
-            self.providers.forget(&registry).await;
+        // A token refused before its time (401) is asked for again, once.
+        let (facts, by, refused) = self.read_lent(client, &reference, &registry).await;
+        if !refused {
+            return (facts, by);
         }
-        (
-            ImageFacts::LookupFailed(format!("{registry}: no lookup")),
-            "none",
-        )
+        self.providers.forget(&registry).await;
+        let (facts, by, _) = self.read_lent(client, &reference, &registry).await;
+        (facts, by)
     }
 
-    /// Up to `retries` more attempts after a transient failure.
-    /// The facts, and whether the registry refused the credentials (401).
+    /// The facts read with what the registry's cloud lends, where the
+    /// credentials came from, and whether the registry refused a lent token.
+    async fn read_lent(
+        &self,
+        client: &reqwest::Client,
+        reference: &Reference,
+        registry: &str,
+    ) -> (ImageFacts, &'static str, bool) {
+        let insecure = self.policy.insecure(registry);
+        let (cloud, lent) = self.providers.lend(registry, insecure, client).await;
+        let by = cloud.map_or("none", Cloud::label);
+        let access = match lent {
+            Lent::Nothing { hint } => Access {
+                absent_hint: hint,
+                ..Access::default()
+            },
+            Lent::Credentials {
+                credentials,
+                denied_fix,
+            } => Access {
+                credentials: Some(credentials),
+                denied_fix: Some(denied_fix),
+                absent_hint: None,
+            },
+            Lent::Failed(why) => {
+                return (
+                    ImageFacts::LookupFailed(format!("{registry}: {why}")),
+                    by,
+                    false,
+                )
+            }
+        };
+        let lent_token = access.credentials.is_some();
+        let (facts, unauthorized) = self.attempts(client, reference, &access).await;
+        let by = if lent_token { by } else { "none" };
+        (facts, by, unauthorized && lent_token)
+    }
+
+    /// Up to `retries` more attempts after a transient failure: the facts,
+    /// and whether the registry refused the credentials (401).
     async fn attempts(
         &self,
         client: &reqwest::Client,

@@ -166,12 +166,7 @@ impl Ecr {
         let registry = format!("{}.dkr.ecr.{}.{}", ecr.account, ecr.region, ecr.suffix);
         if !answer.status.is_success() {
             let json = answer.json();
-            let text = |name: &str| {
-                json.as_ref()
-                    .and_then(|j| j.get(name))
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-            };
+            let text = |name: &str| super::text(&json, name);
             // `__type` may carry the shape's namespace: `com.amazonaws…#AccessDeniedException`.
             let code = text("__type")
                 .map(|t| t.rsplit('#').next().unwrap_or_default().to_string())

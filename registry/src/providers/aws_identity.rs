@@ -375,12 +375,7 @@ fn container_url_allowed(url: &str) -> bool {
 
 /// Keys in the JSON the container and instance endpoints answer.
 fn keys_of_json(json: &Option<Value>, principal: String, what: &str) -> Result<Keys, String> {
-    let field = |name: &str| {
-        json.as_ref()
-            .and_then(|j| j.get(name))
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    };
+    let field = |name: &str| super::text(json, name);
     Ok(Keys {
         access_key_id: field("AccessKeyId")
             .ok_or_else(|| format!("{what} answered without an AccessKeyId"))?,

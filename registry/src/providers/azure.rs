@@ -144,12 +144,7 @@ impl Acr {
         )
         .await?;
         let json = answer.json();
-        let text = |name: &str| {
-            json.as_ref()
-                .and_then(|j| j.get(name))
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        };
+        let text = |name: &str| super::text(&json, name);
         if !answer.status.is_success() {
             let error = text("error").unwrap_or_else(|| answer.status.to_string());
             let description = text("error_description").unwrap_or_else(|| said(&answer.body));

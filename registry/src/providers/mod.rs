@@ -291,6 +291,11 @@ impl Answer {
     }
 }
 
+/// The string field `name` of a JSON answer, if it has one.
+fn text(json: &Option<Value>, name: &str) -> Option<String> {
+    json.as_ref()?.get(name)?.as_str().map(str::to_string)
+}
+
 /// Sends `request`, reading a bounded answer; the error names `what`.
 async fn send(request: reqwest::RequestBuilder, what: &str) -> Result<Answer, String> {
     let response = request
