@@ -13,7 +13,6 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use base64::Engine;
 use clap::Parser;
 use os_placement_core::ImageFacts;
 use os_placement_e2e::faults::registry::{Answer, Scripted};
@@ -64,18 +63,10 @@ fn setup() -> Option<(AuthRegistry, tempfile::TempDir)> {
     Some((registry, tempfile::tempdir().unwrap()))
 }
 
-/// A projected service account token, as the kubelet writes it (the
-/// signature is not checked by the fakes).
+/// The syncer's projected service account token, written to `name`.
 fn service_account_token(dir: &tempfile::TempDir, name: &str) -> PathBuf {
-    let claims = br#"{"iss":"https://oidc.eks.us-east-1.amazonaws.com/id/EXAMPLE","sub":"system:serviceaccount:os-placement:os-placement-facts-sync","aud":["sts.amazonaws.com"]}"#;
-    let encode = |b: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b);
-    let token = format!(
-        "{}.{}.c2lnbmF0dXJl",
-        encode(br#"{"alg":"RS256"}"#),
-        encode(claims)
-    );
     let path = dir.path().join(name);
-    std::fs::write(&path, token).unwrap();
+    std::fs::write(&path, os_placement_e2e::identity::service_account_token()).unwrap();
     path
 }
 

@@ -95,3 +95,18 @@ pub fn cloud_hosts_ready() -> Result<bool, Error> {
             .map_err(|e| Error::Setup(e.to_string())),
     }
 }
+
+/// A projected service account token for the syncer's ServiceAccount
+/// (`os-placement/os-placement-facts-sync`), as the kubelet writes it: the
+/// fakes compare it whole and do not check its signature, and the client
+/// reads only its `sub` claim.
+pub fn service_account_token() -> String {
+    use base64::Engine;
+    let claims = br#"{"iss":"https://oidc.eks.us-east-1.amazonaws.com/id/EXAMPLE","sub":"system:serviceaccount:os-placement:os-placement-facts-sync","aud":["sts.amazonaws.com"]}"#;
+    let encode = |b: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b);
+    format!(
+        "{}.{}.c2lnbmF0dXJl",
+        encode(br#"{"alg":"RS256"}"#),
+        encode(claims)
+    )
+}

@@ -8,7 +8,6 @@
 
 use std::process::Command;
 
-use base64::Engine;
 use os_placement_e2e::faults::api::FakeApi;
 use os_placement_e2e::identity::auth_registry::AuthRegistry;
 use os_placement_e2e::identity::aws::{FakeSts, KeyRing};
@@ -40,11 +39,7 @@ fn the_syncer_reads_ecr_with_irsa_and_names_a_missing_azure_identity() {
         )
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let claims = br#"{"sub":"system:serviceaccount:os-placement:os-placement-facts-sync"}"#;
-    let token = format!(
-        "eyJhbGciOiJSUzI1NiJ9.{}.c2ln",
-        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(claims)
-    );
+    let token = os_placement_e2e::identity::service_account_token();
     let token_file = dir.path().join("token");
     std::fs::write(&token_file, token).unwrap();
     let keys = KeyRing::new();
