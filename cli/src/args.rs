@@ -122,6 +122,12 @@ pub struct SyncArgs {
     /// published) before its facts are marked stale in the published facts.
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
     pub stale_after: Duration,
+    /// Read each image with the pull Secrets of the Pods and pod templates
+    /// that use it (their imagePullSecrets, else their ServiceAccount's), in
+    /// their namespace, as the kubelet pulls it; needs get on Secrets and
+    /// ServiceAccounts (deploy/facts-sync-pull-secrets.yaml).
+    #[arg(long)]
+    pub pull_secrets: bool,
     /// Where /healthz, /readyz and /metrics (Prometheus) are served; port 0 picks a free one.
     #[arg(long, value_name = "ADDRESS", default_value = "0.0.0.0:9090")]
     pub metrics_address: std::net::SocketAddr,

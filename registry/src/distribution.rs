@@ -179,7 +179,16 @@ impl Access {
             (Some(c), Some(fix)) if status == StatusCode::FORBIDDEN => {
                 format!(" (credentials for {registry} come from {}); {fix}", c.origin)
             }
-            (Some(c), _) => format!(" (credentials for {registry} come from {})", c.origin),
+            (Some(c), Some(_)) => format!(" (credentials for {registry} come from {})", c.origin),
+            // Static credentials (a Docker config, a pull Secret): their owner mends them.
+            (Some(c), None) if status == StatusCode::FORBIDDEN => format!(
+                " (credentials for {registry} come from {origin}); check that the account in {origin} may pull this repository",
+                origin = c.origin
+            ),
+            (Some(c), None) => format!(
+                " (credentials for {registry} come from {origin}); check the user name and password in {origin}",
+                origin = c.origin
+            ),
             (None, _) => match self.absent_hint.as_deref() {
                 Some(absent) => format!(
                     " and none were found: the Docker config has none for it, and {absent}"

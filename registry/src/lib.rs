@@ -17,6 +17,7 @@ mod args;
 mod distribution;
 mod host_pattern;
 pub mod hosts;
+pub mod keyring;
 pub mod providers;
 
 use std::collections::{BTreeSet, HashMap};
@@ -37,6 +38,7 @@ use distribution::MANIFEST_LIMIT;
 use distribution::{Access, Failure, Session};
 pub use host_pattern::HostPattern;
 use hosts::HostPolicy;
+pub use keyring::Keyring;
 pub use providers::{Cloud, Env};
 use providers::{Lent, Providers};
 

@@ -90,9 +90,12 @@ struct Options {
     json: PathBuf,
     /// The longest wait for the first publication, and for a relist.
     limit: Duration,
+    /// `--pull-secrets on`: every Pod names its namespace's pull Secret
+    /// (each namespace its own account), and the replicas read them.
+    pull_secrets: bool,
 }
 
-const USAGE: &str = "use --cli FILE, --scale-tools DIR, --sizes PODS/NODES/IMAGES/NODEPOOLS,... (e.g. 10000/200/400/10), --json FILE, --limit SECONDS";
+const USAGE: &str = "use --cli FILE, --scale-tools DIR, --sizes PODS/NODES/IMAGES/NODEPOOLS,... (e.g. 10000/200/400/10), --json FILE, --limit SECONDS, --pull-secrets on|off";
 
 fn parse_args() -> Result<Options> {
     let root = repo_root();
@@ -102,6 +105,7 @@ fn parse_args() -> Result<Options> {
         sizes: SIZES.to_vec(),
         json: root.join("target/bench/sync.json"),
         limit: Duration::from_secs(300),
+        pull_secrets: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -116,6 +120,13 @@ fn parse_args() -> Result<Options> {
             "--cli" => o.cli = value.into(),
             "--scale-tools" => o.scale_tools = value.into(),
             "--json" => o.json = value.into(),
+            "--pull-secrets" => {
+                o.pull_secrets = match value.as_str() {
+                    "on" => true,
+                    "off" => false,
+                    _ => return Err(Error::Usage(format!("--pull-secrets is on or off: {USAGE}"))),
+                }
+            }
             "--limit" => o.limit = Duration::from_secs(number(&value)? as u64),
             "--sizes" => {
                 o.sizes = value
@@ -176,7 +187,7 @@ struct Cluster {
     new_node: Value,
 }
 
-fn cluster(tools: &Path, size: Size) -> Result<Cluster> {
+fn cluster(tools: &Path, size: Size, pull_secrets: bool) -> Result<Cluster> {
     let mut nodes = eks_nodes(tools, size.nodes + 1)?;
     let new_node = nodes
         .pop()
@@ -196,11 +207,28 @@ fn cluster(tools: &Path, size: Size) -> Result<Cluster> {
             .get(i % names.len().max(1))
             .cloned()
             .unwrap_or_default();
+        let secrets = if pull_secrets {
+            json!([{"name": "regcred"}])
+        } else {
+            json!([])
+        };
         objects.push(json!({"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": format!("app-{i}"), "namespace": format!("team-{}", i % namespaces)},
-            "spec": {"nodeName": node, "containers": [
+            "spec": {"nodeName": node, "imagePullSecrets": secrets, "containers": [
                 {"name": "app", "image": app(i % apps)},
                 {"name": "proxy", "image": proxy(i % PROXY_VERSIONS)}]}}));
+    }
+    if pull_secrets {
+        use base64::Engine as _;
+        let b64 = |text: &str| base64::engine::general_purpose::STANDARD.encode(text);
+        for n in 0..namespaces {
+            let auth = b64(&format!("robot-{n}:password-{n}"));
+            let config = json!({"auths": {NO_REGISTRY: {"auth": auth}}}).to_string();
+            objects.push(json!({"apiVersion": "v1", "kind": "Secret",
+                "type": "kubernetes.io/dockerconfigjson",
+                "metadata": {"name": "regcred", "namespace": format!("team-{n}")},
+                "data": {".dockerconfigjson": b64(&config)}}));
+        }
     }
     let mut images: BTreeSet<String> = (0..size.pods.min(apps)).map(app).collect();
     images.extend((0..size.pods.min(PROXY_VERSIONS)).map(proxy));
@@ -412,7 +440,13 @@ struct Replica {
 impl Replica {
     /// Flags as the fault suite runs it (e2e/tests/faults/syncer.rs):
     /// each registry attempt 1 s, no retries, 16 lookups at once.
-    fn spawn(cli: &Path, api: &FakeApi, dir: &Path, name: &'static str) -> Result<Replica> {
+    fn spawn(
+        cli: &Path,
+        api: &FakeApi,
+        dir: &Path,
+        name: &'static str,
+        pull_secrets: bool,
+    ) -> Result<Replica> {
         let kubeconfig = dir.join(format!("{name}.kubeconfig"));
         api.kubeconfig_as(&kubeconfig, name)?;
         let port = os_placement_e2e::registry::free_port()?;
@@ -420,6 +454,7 @@ impl Replica {
         let stderr = std::fs::File::create(&log).map_err(Error::io(&log))?;
         let child = Command::new(cli)
             .args(["facts", "sync", "--namespace", FACTS_NAMESPACE])
+            .args(pull_secrets.then_some("--pull-secrets"))
             .args(["--interval", "60s", "--registry-timeout", "1s"])
             .args(["--retries", "0", "--concurrency", "16"])
             .args(["--insecure-registry", NO_REGISTRY])
@@ -554,7 +589,7 @@ impl Row {
 /// The cluster of `size` behind the fake API, two replicas, every figure.
 fn measure(options: &Options, size: Size) -> Result<Row> {
     let started = Instant::now();
-    let mut cluster = cluster(&options.scale_tools, size)?;
+    let mut cluster = cluster(&options.scale_tools, size, options.pull_secrets)?;
     let api = FakeApi::start(std::mem::take(&mut cluster.objects))?;
     let page = page_time(&api);
     eprintln!(
@@ -572,8 +607,8 @@ fn measure(options: &Options, size: Size) -> Result<Row> {
     ));
     std::fs::create_dir_all(&dir).map_err(Error::io(&dir))?;
     let replicas = [
-        Replica::spawn(&options.cli, &api, &dir, REPLICAS[0])?,
-        Replica::spawn(&options.cli, &api, &dir, REPLICAS[1])?,
+        Replica::spawn(&options.cli, &api, &dir, REPLICAS[0], options.pull_secrets)?,
+        Replica::spawn(&options.cli, &api, &dir, REPLICAS[1], options.pull_secrets)?,
     ];
     let logs = || {
         replicas
@@ -1046,8 +1081,13 @@ fn run() -> Result<()> {
         rows.push(measure(&options, *size)?);
     }
     println!(
-        "facts sync, two replicas ({}), against the fake API; every image on a registry that refuses connections\n",
-        options.cli.display()
+        "facts sync, two replicas ({}{}), against the fake API; every image on a registry that refuses connections\n",
+        options.cli.display(),
+        if options.pull_secrets {
+            " --pull-secrets; each namespace's Pods name its own pull Secret"
+        } else {
+            ""
+        }
     );
     print!("{}", table(&rows));
     println!("\nrequests until the first publication, by kind:");
@@ -1089,6 +1129,7 @@ fn run() -> Result<()> {
     }
     let document = json!({
         "cli": options.cli,
+        "pull_secrets": options.pull_secrets,
         "targets": {"first_publication_s": FIRST_PUBLICATION.as_secs(),
             "peak_rss_kib": PEAK_MEMORY_KIB, "change_s": CHANGE.as_secs(),
             "idle": "the same requests a minute at every size"},

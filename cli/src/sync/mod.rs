@@ -15,6 +15,8 @@
 //! Replicas elect a leader on a Lease ([`lease`]); only the leader looks
 //! images up and publishes ([`publisher`]), with a heartbeat renewed every
 //! `--heartbeat`; every replica watches, so a standby takes over at once.
+//! With `--pull-secrets`, each image is read with the pull Secrets of the
+//! namespaces that use it ([`pull`]).
 //! `/healthz`, `/readyz` and `/metrics` are served on one port ([`serve`],
 //! [`metrics`]). `--once` lists, publishes (without a heartbeat) and exits.
 
@@ -24,6 +26,7 @@ mod lease;
 mod metrics;
 mod pace;
 mod publisher;
+mod pull;
 mod serve;
 mod watch;
 
@@ -41,6 +44,7 @@ use cluster::Cluster;
 use os_placement_registry::Resolver;
 use pace::Pace;
 use publisher::Publisher;
+use pull::PullSecrets;
 use serve::Status;
 use watch::{Inventory, Snapshot, Watched};
 
@@ -67,7 +71,7 @@ async fn sync(args: &SyncArgs) -> Result<(), SyncError> {
     let mut shutdown = Shutdown::new()?;
     let pace = Arc::new(Pace::default());
     let cluster = Cluster::connect(&args.namespace, pace.clone()).await?;
-    let inventory = Arc::new(Inventory::default());
+    let inventory = Arc::new(Inventory::new(args.pull_secrets));
     let status = Arc::new(Status::default());
     let mut paths = Vec::new();
     for (kind, resource) in Watched::all() {
@@ -127,10 +131,13 @@ async fn follow(
 ) -> Result<(), SyncError> {
     let (mut leading, stop, election) = elect(args, &cluster);
     let resolver = Arc::new(Resolver::new(&args.registry));
+    let secrets = args
+        .pull_secrets
+        .then(|| Arc::new(PullSecrets::new(cluster.client())));
     let cache = Cache::new(args.refresh_after, args.retry_failed_after);
     let mut publisher = Publisher::new(
         cluster,
-        resolver,
+        (resolver, secrets),
         cache,
         status.clone(),
         args.heartbeat,
@@ -253,10 +260,14 @@ async fn once(
     }
     tokio::time::sleep(publisher::SETTLE).await;
     let resolver = Resolver::new(&args.registry);
+    let secrets = args
+        .pull_secrets
+        .then(|| PullSecrets::new(cluster.client()));
     let mut cache = Cache::new(args.refresh_after, args.retry_failed_after);
     cache.seed(cluster.load().await?);
     let snapshot = inventory.snapshot();
-    let line = round(&mut cluster, &resolver, &mut cache, &snapshot).await?;
+    let readers = (&resolver, secrets.as_ref());
+    let line = round(&mut cluster, readers, &mut cache, &snapshot).await?;
     eprintln!("os-placement facts sync: {line}");
     Ok(())
 }
@@ -264,14 +275,14 @@ async fn once(
 /// One publish: resolve what is missing or stale, write what changed.
 async fn round(
     cluster: &mut Cluster,
-    resolver: &Resolver,
+    (resolver, secrets): (&Resolver, Option<&PullSecrets>),
     cache: &mut Cache,
     snapshot: &Snapshot,
 ) -> Result<String, SyncError> {
     let started = Instant::now();
     let now = SystemTime::now();
     let stale = cache.to_resolve(&snapshot.images, now);
-    let resolved = resolver.resolve_all(&stale).await;
+    let resolved = pull::read_all(resolver, secrets, &stale, &snapshot.pulls).await;
     let mut failed = 0;
     for (image, facts) in &resolved {
         if let ImageFacts::LookupFailed(why) = facts {

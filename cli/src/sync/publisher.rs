@@ -6,7 +6,7 @@
 //! then). A standby keeps nothing of it: on taking the lead, what is
 //! published is read first, so no image is looked up twice.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -17,6 +17,7 @@ use os_placement_core::ImageFacts;
 
 use super::cache::{epoch_seconds, Cache};
 use super::cluster::Cluster;
+use super::pull::{fingerprint, PullSecrets};
 use super::serve::Status;
 use super::watch::{Inventory, Snapshot};
 use crate::error::SyncError;
@@ -45,6 +46,8 @@ type Lookup = LocalBoxFuture<'static, (String, ImageFacts)>;
 pub struct Publisher {
     cluster: Cluster,
     resolver: Arc<Resolver>,
+    /// With `--pull-secrets`: the reader of pull Secrets.
+    secrets: Option<Arc<PullSecrets>>,
     cache: Cache,
     status: Arc<Status>,
     heartbeat: Duration,
@@ -65,6 +68,9 @@ struct Lead {
     queued: HashSet<String>,
     in_flight: HashSet<String>,
     lookups: FuturesUnordered<Lookup>,
+    /// With `--pull-secrets`: by image, the fingerprint of the pull
+    /// contexts its last lookup read it with.
+    read_with: HashMap<String, u64>,
     /// Bumped for every lookup recorded.
     generation: u64,
     /// The (inventory version, generation) last published.
@@ -91,6 +97,7 @@ impl Lead {
             queued: HashSet::new(),
             in_flight: HashSet::new(),
             lookups: FuturesUnordered::new(),
+            read_with: HashMap::new(),
             generation: 0,
             published: None,
             changed_at: Some(now),
@@ -129,6 +136,24 @@ impl Lead {
         self.retry_at = None;
     }
 
+    /// With `--pull-secrets`: queues the images a namespace or Secret
+    /// started or stopped pulling since their last lookup, so no
+    /// namespace keeps facts read with another's credentials. Facts read
+    /// before this replica led count as read with what it first sees.
+    fn reread_pulled(&mut self) {
+        let pulls = &self.snapshot.pulls;
+        self.read_with.retain(|image, _| pulls.contains_key(image));
+        for (image, used) in pulls {
+            let now = fingerprint(used);
+            let before = *self.read_with.entry(image.clone()).or_insert(now);
+            if before != now && !self.in_flight.contains(image) && self.queued.insert(image.clone())
+            {
+                self.read_with.insert(image.clone(), now);
+                self.queue.push_back(image.clone());
+            }
+        }
+    }
+
     fn changed(&mut self) {
         self.changed_at.get_or_insert_with(Instant::now);
     }
@@ -157,11 +182,12 @@ impl Lead {
 }
 
 impl Publisher {
-    /// A publisher to `cluster`, resolving with `resolver`, renewing the
-    /// heartbeat every `heartbeat` and looking for expired facts every `interval`.
+    /// A publisher to `cluster`, resolving with `resolver` (and pull
+    /// `secrets`, when read), renewing the heartbeat every `heartbeat` and
+    /// looking for expired facts every `interval`.
     pub fn new(
         cluster: Cluster,
-        resolver: Arc<Resolver>,
+        (resolver, secrets): (Arc<Resolver>, Option<Arc<PullSecrets>>),
         cache: Cache,
         status: Arc<Status>,
         heartbeat: Duration,
@@ -170,6 +196,7 @@ impl Publisher {
         Publisher {
             cluster,
             resolver,
+            secrets,
             cache,
             status,
             heartbeat,
@@ -233,6 +260,9 @@ impl Publisher {
             return;
         }
         lead.checked_at = Instant::now();
+        if self.secrets.is_some() {
+            lead.reread_pulled();
+        }
         for image in self
             .cache
             .to_resolve(&lead.snapshot.images, SystemTime::now())
@@ -258,8 +288,16 @@ impl Publisher {
             }
             lead.in_flight.insert(image.clone());
             let resolver = self.resolver.clone();
+            let secrets = self.secrets.clone();
+            let pulls = lead.snapshot.pulls.get(&image).cloned().unwrap_or_default();
+            if secrets.is_some() {
+                lead.read_with.insert(image.clone(), fingerprint(&pulls));
+            }
             lead.lookups.push(Box::pin(async move {
-                let facts = resolver.resolve(&image).await;
+                let facts = match secrets {
+                    Some(secrets) => secrets.read(&resolver, &image, &pulls).await,
+                    None => resolver.resolve(&image).await,
+                };
                 (image, facts)
             }));
         }
@@ -394,6 +432,48 @@ mod tests {
         assert_eq!(lead.due(), Some(true));
         lead.retry_at = Some(Instant::now() + RETRY_AFTER);
         assert_eq!(lead.due(), None);
+    }
+
+    /// An image another namespace (or Secret) starts pulling is read again
+    /// with the credentials of all; facts from before the lead are kept.
+    #[test]
+    fn an_image_pulled_with_other_credentials_is_read_again() {
+        use super::super::pull::Pull;
+        use std::collections::{BTreeMap, BTreeSet};
+        let pull = |namespace: &str| {
+            Arc::new(Pull {
+                namespace: namespace.into(),
+                secrets: vec!["regcred".into()],
+                service_account: None,
+            })
+        };
+        let mut lead = Lead::new();
+        let image = "corp/app:1".to_string();
+        lead.snapshot.pulls = BTreeMap::from([(image.clone(), BTreeSet::from([pull("a")]))]);
+        lead.reread_pulled();
+        assert!(lead.queue.is_empty(), "first seen: as read");
+        lead.reread_pulled();
+        assert!(lead.queue.is_empty(), "unchanged");
+        lead.snapshot.pulls =
+            BTreeMap::from([(image.clone(), BTreeSet::from([pull("a"), pull("b")]))]);
+        lead.reread_pulled();
+        assert_eq!(lead.queue, [image.as_str()]);
+        // Queued once, and not while a lookup of it is in flight.
+        lead.reread_pulled();
+        assert_eq!(lead.queue.len(), 1);
+        lead.queue.clear();
+        lead.queued.clear();
+        lead.in_flight.insert(image.clone());
+        lead.snapshot.pulls = BTreeMap::from([(image.clone(), BTreeSet::from([pull("c")]))]);
+        lead.reread_pulled();
+        assert!(lead.queue.is_empty());
+        lead.in_flight.clear();
+        lead.reread_pulled();
+        assert_eq!(lead.queue, [image.as_str()]);
+        // An image no longer used is forgotten.
+        lead.snapshot.pulls.clear();
+        lead.reread_pulled();
+        assert!(lead.read_with.is_empty());
     }
 
     #[test]

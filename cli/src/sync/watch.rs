@@ -26,6 +26,7 @@ use tokio::sync::Notify;
 
 use super::metrics::KindHealth;
 use super::pace::{jittered, Backoff, Pace};
+use super::pull::{pull_of, Pull};
 use super::serve::Status;
 
 /// What a watched object contributes.
@@ -107,6 +108,9 @@ impl Watched {
 #[derive(Debug, Clone, PartialEq)]
 enum Entry {
     Images(Vec<Arc<str>>),
+    /// With `--pull-secrets`: the images and where their pull credentials
+    /// come from, shared by the objects that say the same.
+    Pulled(Arc<Pull>, Box<[Arc<str>]>),
     Node(Box<Node>),
     RuntimeClass(Box<ClusterRuntimeClass>),
     /// A NodePool or node class, down to what `capacity` reads.
@@ -131,6 +135,8 @@ struct Objects {
     lists: HashMap<Watched, (u32, bool)>,
     /// Every image name in use, shared by the entries that name it.
     images: HashSet<Arc<str>>,
+    /// With `--pull-secrets`: every pull context in use, shared likewise.
+    pulls: Option<HashSet<Arc<Pull>>>,
     /// The number of image names after the last pruning.
     images_pruned: usize,
     /// Kinds listed once at least.
@@ -180,6 +186,9 @@ pub const FIRST_LIST_WAIT: Duration = Duration::from_secs(60);
 pub struct Snapshot {
     /// Every image in use.
     pub images: BTreeSet<String>,
+    /// With `--pull-secrets`: where each image's pull credentials come
+    /// from, for every object that uses it.
+    pub pulls: BTreeMap<String, BTreeSet<Arc<Pull>>>,
     /// Every Node, by name, then what the NodePools launch.
     pub nodes: Vec<Node>,
     /// Every RuntimeClass, by name.
@@ -231,6 +240,16 @@ impl Snapshot {
 }
 
 impl Inventory {
+    /// An empty inventory; with `pull_secrets`, each object's pull
+    /// context is kept with its images.
+    pub fn new(pull_secrets: bool) -> Inventory {
+        let inventory = Inventory::default();
+        if pull_secrets {
+            inventory.lock().pulls = Some(HashSet::new());
+        }
+        inventory
+    }
+
     fn lock(&self) -> MutexGuard<'_, Objects> {
         self.objects
             .lock()
@@ -431,6 +450,21 @@ impl Inventory {
                             }
                         }
                     }
+                    Entry::Pulled(pull, images) => {
+                        for image in images.iter() {
+                            match snapshot.pulls.get_mut(&**image) {
+                                Some(pulls) => {
+                                    pulls.insert(pull.clone());
+                                }
+                                None => {
+                                    snapshot.images.insert(image.to_string());
+                                    snapshot
+                                        .pulls
+                                        .insert(image.to_string(), BTreeSet::from([pull.clone()]));
+                                }
+                            }
+                        }
+                    }
                     Entry::Node(node) => nodes.push(node),
                     Entry::Capacity(object) if !refers_to(object, &unserved) => pools.push(object),
                     Entry::Capacity(_) | Entry::RuntimeClass(_) => {}
@@ -563,11 +597,15 @@ impl Inventory {
 impl Objects {
     /// What one object contributes, its image names shared.
     fn read(&mut self, kind: Watched, object: &DynamicObject) -> (ObjectKey, Entry) {
-        let (key, entry) = read(kind, object);
+        let (key, entry) = read(kind, object, self.pulls.is_some());
         let entry = match entry {
-            Read::Images(images) => {
+            Read::Images(images, None) => {
                 Entry::Images(images.into_iter().map(|image| self.intern(image)).collect())
             }
+            Read::Images(images, Some(pull)) => Entry::Pulled(
+                self.intern_pull(pull),
+                images.into_iter().map(|image| self.intern(image)).collect(),
+            ),
             Read::Entry(entry) => entry,
         };
         (key, entry)
@@ -582,12 +620,25 @@ impl Objects {
         shared
     }
 
-    /// Forgets the image names no entry holds any more: always when
-    /// `now`, else once they have doubled since the last time.
+    fn intern_pull(&mut self, pull: Pull) -> Arc<Pull> {
+        let pulls = self.pulls.get_or_insert_with(HashSet::new);
+        if let Some(shared) = pulls.get(&pull) {
+            return shared.clone();
+        }
+        let shared = Arc::new(pull);
+        pulls.insert(shared.clone());
+        shared
+    }
+
+    /// Forgets the image names (and pull contexts) no entry holds any
+    /// more: always when `now`, else once they have doubled since the last time.
     fn prune_images(&mut self, now: bool) {
         if now || self.images.len() > 2 * self.images_pruned + 1024 {
             self.images.retain(|image| Arc::strong_count(image) > 1);
             self.images_pruned = self.images.len();
+            if let Some(pulls) = self.pulls.as_mut() {
+                pulls.retain(|pull| Arc::strong_count(pull) > 1);
+            }
         }
     }
 
@@ -621,18 +672,25 @@ fn object_key(object: &DynamicObject) -> ObjectKey {
     )
 }
 
-/// What one object contributes, its image names not yet shared.
+/// What one object contributes, its image names (and pull context) not yet shared.
 enum Read {
-    Images(Vec<String>),
+    Images(Vec<String>, Option<Pull>),
     Entry(Entry),
 }
 
-/// What one object contributes.
-fn read(kind: Watched, object: &DynamicObject) -> (ObjectKey, Read) {
+/// What one object contributes; with `pulls`, a workload's pull context too.
+fn read(kind: Watched, object: &DynamicObject, pulls: bool) -> (ObjectKey, Read) {
     let key = object_key(object);
     let value = serde_json::to_value(object).unwrap_or(Value::Null);
     let entry = match kind {
-        Watched::Workload(kind) => return (key, Read::Images(images_of(&value, kind))),
+        Watched::Workload(kind) => {
+            let images = images_of(&value, kind);
+            let pull = pulls
+                .then(|| locate_pod_spec(&value, kind).ok())
+                .flatten()
+                .and_then(|(spec, _)| pull_of(kind, key.0.as_deref(), spec));
+            return (key, Read::Images(images, pull));
+        }
         Watched::Node => Entry::Node(Box::new(host_answers::node(&value))),
         Watched::RuntimeClass => Entry::RuntimeClass(Box::new(host_answers::runtime_class(&value))),
         Watched::Capacity(_) => {
@@ -830,6 +888,63 @@ mod tests {
         );
         // Negative: the same object read as a Deployment has no pod spec there.
         assert!(images_of(&value, Kind::Deployment).is_empty());
+    }
+
+    #[test]
+    fn pull_contexts_are_kept_only_with_pull_secrets_and_shared() {
+        let with_secret = |name: &str, ns: &str, secret: &str| {
+            object(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": name, "namespace": ns},
+                "spec": {"template": {"spec": {"imagePullSecrets": [{"name": secret}],
+                    "containers": [{"name": "c", "image": "corp/app:1"}]}}}}))
+        };
+        let kind = Watched::Workload(Kind::Deployment);
+        let objects = || {
+            vec![
+                with_secret("a", "team-a", "regcred"),
+                with_secret("a2", "team-a", "regcred"),
+                with_secret("b", "team-b", "other"),
+                deployment("c", "corp/app:1"),
+            ]
+        };
+        let inventory = Inventory::new(true);
+        list(&inventory, kind, objects());
+        let snapshot = inventory.snapshot();
+        let pulls = &snapshot.pulls["corp/app:1"];
+        let seen: Vec<(&str, &[String], Option<&str>)> = pulls
+            .iter()
+            .map(|p| {
+                (
+                    p.namespace.as_str(),
+                    p.secrets.as_slice(),
+                    p.service_account.as_deref(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("n", &[][..], Some("default")),
+                ("team-a", &["regcred".to_string()][..], None),
+                ("team-b", &["other".to_string()][..], None),
+            ]
+        );
+        assert_eq!(snapshot.images.len(), 1);
+        // One shared context for both objects of team-a.
+        assert_eq!(inventory.lock().pulls.as_ref().unwrap().len(), 3);
+        drop(snapshot);
+        inventory.apply(kind, Event::Delete(with_secret("b", "team-b", "other")));
+        list(
+            &inventory,
+            kind,
+            vec![with_secret("a", "team-a", "regcred")],
+        );
+        assert_eq!(inventory.lock().pulls.as_ref().unwrap().len(), 1);
+        // Negative: without --pull-secrets nothing of it is kept.
+        let inventory = Inventory::default();
+        list(&inventory, kind, objects());
+        assert!(inventory.snapshot().pulls.is_empty());
+        assert!(inventory.lock().pulls.is_none());
     }
 
     #[test]

@@ -61,6 +61,9 @@ const fn resource(
 const RESOURCES: &[Resource] = &[
     resource("v1", "pods", "Pod", true),
     resource("v1", "configmaps", "ConfigMap", true),
+    // Read one by one with `facts sync --pull-secrets`.
+    resource("v1", "secrets", "Secret", true),
+    resource("v1", "serviceaccounts", "ServiceAccount", true),
     resource(
         "v1",
         "replicationcontrollers",
@@ -147,6 +150,8 @@ struct Shared {
     faulted: std::sync::atomic::AtomicU64,
     /// How often a watch that asked for bookmarks gets one, milliseconds.
     bookmark_every: std::sync::atomic::AtomicU64,
+    /// (plural, namespace) the client may not read: answered 403.
+    forbidden: Mutex<Vec<(String, String)>>,
 }
 
 impl Shared {
@@ -179,6 +184,7 @@ impl FakeApi {
             fault: Mutex::new(None),
             faulted: std::sync::atomic::AtomicU64::new(0),
             bookmark_every: std::sync::atomic::AtomicU64::new(5_000),
+            forbidden: Mutex::new(Vec::new()),
         });
         for object in objects {
             write(&shared, object, "ADDED");
@@ -306,6 +312,15 @@ impl FakeApi {
     pub fn bookmark_every(&self, every: Duration) {
         let millis = u64::try_from(every.as_millis()).unwrap_or(u64::MAX);
         self.shared.bookmark_every.store(millis, Ordering::SeqCst);
+    }
+
+    /// From now on, `plural` (`secrets`) in `namespace` may not be read:
+    /// answered 403 Forbidden, as RBAC answers a ServiceAccount bound
+    /// only in other namespaces.
+    pub fn forbid(&self, plural: &str, namespace: &str) {
+        if let Ok(mut forbidden) = self.shared.forbidden.lock() {
+            forbidden.push((plural.to_string(), namespace.to_string()));
+        }
     }
 
     /// The requests seen so far.
@@ -486,6 +501,40 @@ fn serve(stream: &TcpStream, shared: &Shared) {
         }
         _ => true,
     });
+    if let Some(
+        Target::Collection(resource, Some(namespace)) | Target::Item(resource, Some(namespace), _),
+    ) = &target
+    {
+        let forbidden = shared
+            .forbidden
+            .lock()
+            .map(|f| {
+                f.iter()
+                    .any(|(p, n)| p == resource.plural && n == namespace)
+            })
+            .unwrap_or(false);
+        if forbidden {
+            let name = match &target {
+                Some(Target::Item(_, _, name)) => format!("{} \"{name}\" is", resource.plural),
+                _ => format!("{} is", resource.plural),
+            };
+            let (code, body) = status(
+                403,
+                "Forbidden",
+                &format!(
+                    "{name} forbidden: User \"system:serviceaccount:os-placement:os-placement-facts-sync\" cannot {} resource \"{}\" in API group \"\" in the namespace \"{namespace}\"",
+                    request.method.to_lowercase(),
+                    resource.plural
+                ),
+            );
+            return respond(
+                stream,
+                code,
+                "application/json",
+                body.to_string().as_bytes(),
+            );
+        }
+    }
     let collection_read = request.method == "GET" && matches!(target, Some(Target::Collection(..)));
     if collection_read {
         if let Some(fault) = current_fault(shared) {

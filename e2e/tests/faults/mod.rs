@@ -19,6 +19,7 @@
 mod api_faults;
 mod cloud_identity;
 mod first_pods;
+mod pull_secrets;
 mod setup;
 mod syncer;
 

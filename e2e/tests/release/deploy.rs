@@ -452,3 +452,31 @@ fn the_aws_policies_grant_reading_images_and_trust_the_syncers_service_account()
         grants(role)
     );
 }
+
+/// deploy/facts-sync-pull-secrets.yaml: get (never list or watch) on
+/// Secrets and ServiceAccounts, bound to the syncer's ServiceAccount as
+/// deploy/facts-sync.yaml creates it; the patch adding the flag is shown.
+#[test]
+fn the_pull_secrets_manifest_grants_only_get_on_secrets_and_service_accounts() {
+    let objects = deploy_objects("facts-sync-pull-secrets.yaml");
+    let name = "os-placement-facts-sync-pull-secrets";
+    let role = find(&objects, "ClusterRole", name);
+    assert_eq!(grants(role), set(&["/secrets:get", "/serviceaccounts:get"]));
+    let binding = find(&objects, "ClusterRoleBinding", name);
+    assert_eq!(binding["roleRef"]["kind"], "ClusterRole");
+    assert_eq!(binding["roleRef"]["name"], name);
+    let sync = deploy_objects("facts-sync.yaml");
+    let deployment = find(&sync, "Deployment", "os-placement-facts-sync");
+    let subject = &binding["subjects"][0];
+    assert_eq!(subject["kind"], "ServiceAccount");
+    assert_eq!(
+        subject["name"],
+        deployment["spec"]["template"]["spec"]["serviceAccountName"]
+    );
+    assert_eq!(subject["namespace"], deployment["metadata"]["namespace"]);
+    assert_eq!(objects.len(), 2, "nothing else");
+    // The flag is added by the patch the file shows.
+    let text =
+        std::fs::read_to_string(repo_root().join("deploy/facts-sync-pull-secrets.yaml")).unwrap();
+    assert!(text.contains(r#""value": "--pull-secrets""#));
+}
