@@ -451,6 +451,85 @@ fn acr_is_read_with_azure_workload_identity_through_its_exchange() {
     );
 }
 
+/// A laptop without a workload identity: `az account get-access-token`
+/// (a stand-in `az` on PATH, printing what az 2.54+ prints) gives Entra's
+/// token, as azure-identity's AzureCliCredential reads it.
+#[test]
+fn acr_is_read_with_an_azure_cli_login_outside_a_cluster() {
+    let Some((registry, dir)) = setup() else {
+        return;
+    };
+    let federated = service_account_token(&dir, "azure-identity-token");
+    let entra = FakeEntra::start(TENANT, CLIENT, &federated).unwrap();
+    let front = AcrFront::start(&registry, &entra, TENANT, ACR_HOST).unwrap();
+    let host = format!("{ACR_HOST}:{}", front.port());
+    let image = format!("{host}/billing/api:4.2");
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let az = |script: &str| {
+        use std::os::unix::fs::PermissionsExt;
+        let path = bin.join("az");
+        std::fs::write(
+            &path,
+            format!("#!/bin/sh\necho \"$*\" >> \"$0.args\"\n{script}\n"),
+        )
+        .unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    let calls = || std::fs::read_to_string(bin.join("az.args")).unwrap_or_default();
+    let signed_in = entra.sign_in();
+    let expires_on = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 3600;
+    let printed = serde_json::json!({"accessToken": signed_in.token, "expiresOn": "2026-11-29 10:00:00.000000",
+        "expires_on": expires_on, "subscription": "s", "tenant": TENANT, "tokenType": "Bearer"});
+    az(&format!("echo '{printed}'"));
+    let path = bin.display().to_string();
+    let resolver = resolver_for(&insecure(&host), &[("PATH", &path)]);
+    assert!(platforms_of(&read(&resolver, &image)).contains("10.0.20348.2113"));
+    assert_eq!(
+        calls().trim(),
+        "account get-access-token --output json --scope https://management.azure.com/.default"
+    );
+    assert_eq!(front.issued().len(), 1);
+    // Kept: a second read runs az no more.
+    read(&resolver, &image);
+    assert_eq!(calls().lines().count(), 1);
+
+    // A workload identity wins where present: az is not run.
+    let (authority, token) = (entra.url(), federated.display().to_string());
+    let with_identity = resolver_for(
+        &insecure(&host),
+        &[
+            ("PATH", &path),
+            ("AZURE_CLIENT_ID", CLIENT),
+            ("AZURE_TENANT_ID", TENANT),
+            ("AZURE_FEDERATED_TOKEN_FILE", &token),
+            ("AZURE_AUTHORITY_HOST", &authority),
+        ],
+    );
+    assert!(platforms_of(&read(&with_identity, &image)).contains("10.0.20348.2113"));
+    assert_eq!(calls().lines().count(), 1);
+
+    // Not logged in: az's own words and the fix; no token shown.
+    az("echo \"ERROR: Please run 'az login' to setup account.\" >&2; exit 1");
+    let fresh = resolver_for(&insecure(&host), &[("PATH", &path)]);
+    let why = failure(read(&fresh, &image));
+    assert!(
+        why.contains("Please run 'az login' to setup account."),
+        "{why}"
+    );
+    assert!(why.ends_with("; run az login"), "{why}");
+    assert!(!why.contains(&signed_in.token));
+
+    // Negative: no az and no identity: not asked, and the 401 says how to give one.
+    let none = resolver_for(&insecure(&host), &[("PATH", "/nonexistent")]);
+    let why = failure(read(&none, &image));
+    assert!(why.contains("(outside a cluster: az login)"), "{why}");
+}
+
 #[test]
 fn pod_identity_refusals_are_said_in_the_agents_words() {
     let Some((registry, dir)) = setup() else {

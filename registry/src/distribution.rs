@@ -43,6 +43,9 @@ pub struct Failure {
     pub timed_out: bool,
     /// The registry answered 401 to the credentials it was given.
     pub unauthorized: bool,
+    /// No answer came (no connection, none in time, a host refused by
+    /// the checks): the same whatever the credentials.
+    pub unanswered: bool,
 }
 
 impl Failure {
@@ -53,6 +56,7 @@ impl Failure {
             transient: false,
             timed_out: false,
             unauthorized: false,
+            unanswered: false,
         }
     }
 }
@@ -60,7 +64,10 @@ impl Failure {
 impl From<reqwest::Error> for Failure {
     fn from(error: reqwest::Error) -> Failure {
         if let Some(refusal) = source_of::<Refusal>(&error) {
-            return Failure::permanent(refusal.to_string());
+            return Failure {
+                unanswered: true,
+                ..Failure::permanent(refusal.to_string())
+            };
         }
         let transient =
             error.is_timeout() || error.is_connect() || error.is_request() || error.is_body();
@@ -69,6 +76,7 @@ impl From<reqwest::Error> for Failure {
             transient,
             timed_out: error.is_timeout(),
             unauthorized: false,
+            unanswered: error.is_timeout() || error.is_connect(),
         }
     }
 }
@@ -503,6 +511,7 @@ async fn status_failure(
         transient: status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS,
         timed_out: false,
         unauthorized: status == StatusCode::UNAUTHORIZED && access.credentials.is_some(),
+        unanswered: false,
     }
 }
 

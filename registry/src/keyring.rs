@@ -24,18 +24,73 @@ pub const DOCKERCFG: &str = "kubernetes.io/dockercfg";
 const DEFAULT_REGISTRY_HOST: &str = "index.docker.io";
 
 /// The credentials of one or more pull Secrets, by the key each is filed under.
-#[derive(Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default)]
 pub struct Keyring {
     /// Keys (`host[:port][/path]`), most specific first, each with its
     /// credentials in the order they were added.
-    entries: Vec<(String, Vec<Credentials>)>,
+    entries: Vec<(Key, Vec<Credentials>)>,
+}
+
+/// A key, split as it is matched: its host's labels as globs, port, path.
+#[derive(Clone)]
+struct Key {
+    text: String,
+    labels: Vec<Option<Glob>>,
+    port: String,
+    path: String,
+}
+
+impl Key {
+    fn new(text: String) -> Key {
+        let (host, port, path) = split(&text);
+        let labels = host.split('.').map(|l| Glob::new(l).ok()).collect();
+        let (port, path) = (port.to_string(), path.to_string());
+        Key {
+            text,
+            labels,
+            port,
+            path,
+        }
+    }
+
+    /// Whether the image's `registry/repository` falls under it
+    /// (`URLsMatch`): the same port, as many host labels each matched by
+    /// its glob, and its path a prefix of the image's.
+    fn matches(&self, repository: &Repository) -> bool {
+        let (host, port, path) = split(&repository.0);
+        if self.port != port || !path.starts_with(&self.path) {
+            return false;
+        }
+        let mut labels = host.split('.');
+        self.labels.iter().all(|glob| match (glob, labels.next()) {
+            (Some(glob), Some(label)) => glob.matches(label),
+            _ => false,
+        }) && labels.next().is_none()
+    }
+}
+
+/// An image as the kubelet looks it up: `registry/repository`
+/// (`docker.io/library/nginx`), read once for every keyring it is matched in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repository(String);
+
+impl Repository {
+    /// The repository of `image` (a reference as a Pod names it), if it is one.
+    pub fn of(image: &str) -> Option<Repository> {
+        let reference: Reference = image.parse().ok()?;
+        Some(Repository(format!(
+            "{}/{}",
+            reference.registry(),
+            reference.repository()
+        )))
+    }
 }
 
 /// Never a password, whatever prints it.
 impl std::fmt::Debug for Keyring {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list()
-            .entries(self.entries.iter().map(|(key, _)| key))
+            .entries(self.entries.iter().map(|(key, _)| &key.text))
             .finish()
     }
 }
@@ -107,13 +162,13 @@ impl Keyring {
                 password,
                 origin: origin.to_string(),
             };
-            match self.entries.iter_mut().find(|(k, _)| *k == key) {
+            match self.entries.iter_mut().find(|(k, _)| k.text == key) {
                 Some((_, all)) => all.push(credentials),
-                None => self.entries.push((key, vec![credentials])),
+                None => self.entries.push((Key::new(key), vec![credentials])),
             }
         }
         // Reverse order: `quay.io/team` before `quay.io`.
-        self.entries.sort_by(|a, b| b.0.cmp(&a.0));
+        self.entries.sort_by(|a, b| b.0.text.cmp(&a.0.text));
         Ok(())
     }
 
@@ -122,42 +177,29 @@ impl Keyring {
         self.entries.is_empty()
     }
 
-    /// The credentials for `image` (a reference as a Pod names it), most
-    /// specific key first; none when no key matches.
-    pub fn lookup(&self, image: &str) -> Vec<Credentials> {
-        let Some(repository) = repository_of(image) else {
-            return Vec::new();
-        };
+    /// The credentials for `repository`, most specific key first; none
+    /// when no key matches.
+    pub fn lookup(&self, repository: &Repository) -> Vec<Credentials> {
         let found: Vec<Credentials> = self
             .entries
             .iter()
-            .filter(|(key, _)| urls_match(key, &repository))
+            .filter(|(key, _)| key.matches(repository))
             .flat_map(|(_, all)| all.iter().cloned())
             .collect();
         if !found.is_empty() {
             return found;
         }
-        if is_default_registry_match(&repository) {
+        if is_default_registry_match(&repository.0) {
             if let Some((_, all)) = self
                 .entries
                 .iter()
-                .find(|(k, _)| k == DEFAULT_REGISTRY_HOST)
+                .find(|(k, _)| k.text == DEFAULT_REGISTRY_HOST)
             {
                 return all.clone();
             }
         }
         Vec::new()
     }
-}
-
-/// `registry/repository` as the kubelet looks an image up (`docker.io/library/nginx`).
-fn repository_of(image: &str) -> Option<String> {
-    let reference: Reference = image.parse().ok()?;
-    Some(format!(
-        "{}/{}",
-        reference.registry(),
-        reference.repository()
-    ))
 }
 
 /// The key a Docker config's location is filed under: no scheme, a path
@@ -212,24 +254,6 @@ fn split(text: &str) -> (&str, &str, &str) {
     (host, port.unwrap_or(""), path)
 }
 
-/// Whether the image's `registry/repository` falls under `key`
-/// (`URLsMatch`): the same port, as many host labels each matched by its
-/// glob, and the key's path a prefix of the image's.
-fn urls_match(key: &str, repository: &str) -> bool {
-    let (key_host, key_port, key_path) = split(key);
-    let (host, port, path) = split(repository);
-    if key_port != port || !path.starts_with(key_path) {
-        return false;
-    }
-    let key_labels: Vec<&str> = key_host.split('.').collect();
-    let labels: Vec<&str> = host.split('.').collect();
-    key_labels.len() == labels.len()
-        && key_labels
-            .iter()
-            .zip(&labels)
-            .all(|(glob, label)| Glob::new(glob).is_ok_and(|g| g.matches(label)))
-}
-
 /// An image without a registry host is Docker Hub's (`isDefaultRegistryMatch`).
 fn is_default_registry_match(repository: &str) -> bool {
     let mut parts = repository.splitn(2, '/');
@@ -257,8 +281,12 @@ mod tests {
         Keyring::from_secret(DOCKER_CONFIG_JSON, &data, "the pull Secret a/regcred").unwrap()
     }
 
+    fn lookup(keyring: &Keyring, image: &str) -> Vec<Credentials> {
+        keyring.lookup(&Repository::of(image).unwrap())
+    }
+
     fn users(keyring: &Keyring, image: &str) -> Vec<String> {
-        keyring.lookup(image).into_iter().map(|c| c.user).collect()
+        lookup(keyring, image).into_iter().map(|c| c.user).collect()
     }
 
     fn entry(user: &str) -> serde_json::Value {
@@ -330,7 +358,7 @@ mod tests {
     fn auth_wins_over_user_and_password() {
         let auth = base64::engine::general_purpose::STANDARD.encode("robot:s3cret:x");
         let ring = keyring(json!({"quay.io": {"username": "u", "password": "p", "auth": auth}}));
-        let found = ring.lookup("quay.io/a/b");
+        let found = lookup(&ring, "quay.io/a/b");
         assert_eq!(found[0].user, "robot");
         assert_eq!(found[0].password, "s3cret:x");
         assert_eq!(found[0].origin, "the pull Secret a/regcred");
@@ -368,7 +396,7 @@ mod tests {
     #[test]
     fn no_password_is_printed() {
         let ring = keyring(json!({"quay.io": entry("robot")}));
-        let shown = format!("{ring:?} {:?}", ring.lookup("quay.io/a"));
+        let shown = format!("{ring:?} {:?}", lookup(&ring, "quay.io/a"));
         assert!(!shown.contains("robot-secret"), "{shown}");
         assert!(shown.contains("quay.io"));
     }

@@ -38,7 +38,7 @@ use distribution::MANIFEST_LIMIT;
 use distribution::{Access, Failure, Session};
 pub use host_pattern::HostPattern;
 use hosts::HostPolicy;
-pub use keyring::Keyring;
+pub use keyring::{Keyring, Repository};
 pub use providers::{Cloud, Env};
 use providers::{Lent, Providers};
 
@@ -50,6 +50,26 @@ const CREDENTIALS_KEPT: usize = 256;
 
 /// Where credentials come from: the Docker config, or a test's table.
 type CredentialSource = Box<dyn Fn(&str) -> Option<Credentials> + Send + Sync>;
+
+/// What one read of an image gave.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reading {
+    /// Its platforms, or why they could not be read.
+    pub facts: ImageFacts,
+    /// Failed without an answer from the registry (no connection, none in
+    /// time, a host the checks refuse, not a reference): any credentials
+    /// would meet the same.
+    pub unanswered: bool,
+}
+
+impl Reading {
+    fn failed(why: String, unanswered: bool) -> Reading {
+        Reading {
+            facts: ImageFacts::LookupFailed(why),
+            unanswered,
+        }
+    }
+}
 
 /// Resolves image references into platforms.
 pub struct Resolver {
@@ -115,17 +135,17 @@ impl Resolver {
 
     /// One image: its platforms, or why they could not be read.
     pub async fn resolve(&self, image: &str) -> ImageFacts {
-        self.resolve_with(image, None).await
+        self.resolve_with(image, None).await.facts
     }
 
     /// One image read with `given` credentials (a pull Secret's) for its
     /// registry; with `None`, with the Docker config's, else its cloud's.
-    pub async fn resolve_with(&self, image: &str, given: Option<Credentials>) -> ImageFacts {
+    pub async fn resolve_with(&self, image: &str, given: Option<Credentials>) -> Reading {
         let given_any = given.is_some();
-        let (facts, by) = self.read(image, given).await;
+        let (reading, by) = self.read(image, given).await;
         let by = if given_any { "pull-secret" } else { by };
-        self.count(by, matches!(facts, ImageFacts::LookupFailed(_)));
-        facts
+        self.count(by, matches!(reading.facts, ImageFacts::LookupFailed(_)));
+        reading
     }
 
     /// Lookups finished and failed so far, by where their credentials came
@@ -147,24 +167,24 @@ impl Resolver {
     }
 
     /// The facts, and where the credentials came from.
-    async fn read(&self, image: &str, given: Option<Credentials>) -> (ImageFacts, &'static str) {
+    async fn read(&self, image: &str, given: Option<Credentials>) -> (Reading, &'static str) {
         let reference: Reference = match image.parse() {
             Ok(reference) => reference,
             Err(e) => {
                 let why = format!("not an image reference: {e}");
-                return (ImageFacts::LookupFailed(why), "none");
+                return (Reading::failed(why, true), "none");
             }
         };
         let registry = reference.resolve_registry().to_string();
         if let Err(refusal) = self.policy.admit(&registry).await {
             let why = format!("{image} was not looked up: {refusal}");
-            return (ImageFacts::LookupFailed(why), "none");
+            return (Reading::failed(why, true), "none");
         }
         let client = match &self.client {
             Ok(client) => client,
             Err(e) => {
                 return (
-                    ImageFacts::LookupFailed(format!("no HTTP client: {e}")),
+                    Reading::failed(format!("no HTTP client: {e}"), true),
                     "none",
                 )
             }
@@ -174,17 +194,17 @@ impl Resolver {
                 credentials: Some(credentials),
                 ..Access::default()
             };
-            let (facts, _) = self.attempts(client, &reference, &access).await;
-            return (facts, "docker-config");
+            let (reading, _) = self.attempts(client, &reference, &access).await;
+            return (reading, "docker-config");
         }
         // A token refused before its time (401) is asked for again, once.
-        let (facts, by, refused) = self.read_lent(client, &reference, &registry).await;
+        let (reading, by, refused) = self.read_lent(client, &reference, &registry).await;
         if !refused {
-            return (facts, by);
+            return (reading, by);
         }
         self.providers.forget(&registry).await;
-        let (facts, by, _) = self.read_lent(client, &reference, &registry).await;
-        (facts, by)
+        let (reading, by, _) = self.read_lent(client, &reference, &registry).await;
+        (reading, by)
     }
 
     /// The facts read with what the registry's cloud lends, where the
@@ -194,7 +214,7 @@ impl Resolver {
         client: &reqwest::Client,
         reference: &Reference,
         registry: &str,
-    ) -> (ImageFacts, &'static str, bool) {
+    ) -> (Reading, &'static str, bool) {
         let insecure = self.policy.insecure(registry);
         let (cloud, lent) = self.providers.lend(registry, insecure, client).await;
         let by = cloud.map_or("none", Cloud::label);
@@ -213,58 +233,68 @@ impl Resolver {
             },
             Lent::Failed(why) => {
                 return (
-                    ImageFacts::LookupFailed(format!("{registry}: {why}")),
+                    Reading::failed(format!("{registry}: {why}"), false),
                     by,
                     false,
                 )
             }
         };
         let lent_token = access.credentials.is_some();
-        let (facts, unauthorized) = self.attempts(client, reference, &access).await;
+        let (reading, unauthorized) = self.attempts(client, reference, &access).await;
         let by = if lent_token { by } else { "none" };
-        (facts, by, unauthorized && lent_token)
+        (reading, by, unauthorized && lent_token)
     }
 
-    /// Up to `retries` more attempts after a transient failure: the facts,
-    /// and whether the registry refused the credentials (401).
+    /// Up to `retries` more attempts after a transient failure: what was
+    /// read, and whether the registry refused the credentials (401).
     async fn attempts(
         &self,
         client: &reqwest::Client,
         reference: &Reference,
         access: &Access,
-    ) -> (ImageFacts, bool) {
+    ) -> (Reading, bool) {
         let mut last = String::new();
+        let mut unanswered = false;
         for attempt in 0..=self.retries {
             if attempt > 0 {
                 tokio::time::sleep(pause_before(attempt)).await;
             }
             let answer = platforms(client, &self.policy, reference, access.clone());
             let failure = match tokio::time::timeout(self.attempt_timeout, answer).await {
-                Ok(Ok(platforms)) => return (ImageFacts::Platforms(platforms), false),
+                Ok(Ok(platforms)) => {
+                    let facts = ImageFacts::Platforms(platforms);
+                    return (
+                        Reading {
+                            facts,
+                            unanswered: false,
+                        },
+                        false,
+                    );
+                }
                 Ok(Err(failure)) => failure,
                 Err(_) => Failure {
                     message: String::new(),
                     transient: true,
                     timed_out: true,
                     unauthorized: false,
+                    unanswered: true,
                 },
             };
+            unanswered = failure.unanswered;
             last = if failure.timed_out {
                 format!("no answer within {:?}", self.attempt_timeout)
             } else {
                 failure.message
             };
             if !failure.transient {
-                return (ImageFacts::LookupFailed(last), failure.unauthorized);
+                return (Reading::failed(last, unanswered), failure.unauthorized);
             }
         }
-        let facts = match self.retries {
-            0 => ImageFacts::LookupFailed(last),
-            retries => {
-                ImageFacts::LookupFailed(format!("{last} ({} attempts)", retries.saturating_add(1)))
-            }
+        let why = match self.retries {
+            0 => last,
+            retries => format!("{last} ({} attempts)", retries.saturating_add(1)),
         };
-        (facts, false)
+        (Reading::failed(why, unanswered), false)
     }
 
     /// The credentials of `registry`, read again after [`CREDENTIALS_FOR`].

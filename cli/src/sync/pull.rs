@@ -22,7 +22,7 @@ use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
 use kube::api::Api;
 use kube::Client;
 use os_placement_core::{ImageFacts, Kind};
-use os_placement_registry::{Credentials, Keyring, Resolver};
+use os_placement_registry::{Credentials, Keyring, Reading, Repository, Resolver};
 use serde_json::Value;
 
 /// How long a Secret or ServiceAccount read is used (a rotated Secret is
@@ -91,12 +91,18 @@ enum Read<T> {
 
 type Kept<T> = Mutex<HashMap<(String, String), (Read<T>, Instant)>>;
 
+/// Held while one object is read.
+type Flight = Arc<tokio::sync::Mutex<()>>;
+
 /// Reads pull Secrets and ServiceAccounts through the API, each kept for
 /// [`KEPT_FOR`].
 pub struct PullSecrets {
     client: Client,
     secrets: Kept<Keyring>,
     accounts: Kept<Vec<String>>,
+    /// One read at a time per object: lookups in flight that need the
+    /// same Secret wait for its first read instead of asking again.
+    flights: Mutex<HashMap<(&'static str, String, String), Flight>>,
 }
 
 /// What the pulls of one namespace read.
@@ -116,7 +122,25 @@ impl PullSecrets {
             client,
             secrets: Mutex::new(HashMap::new()),
             accounts: Mutex::new(HashMap::new()),
+            flights: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The lock of one object's read.
+    fn flight(
+        &self,
+        kind: &'static str,
+        namespace: &str,
+        name: &str,
+    ) -> Arc<tokio::sync::Mutex<()>> {
+        let mut flights = self.flights.lock().unwrap_or_else(|p| p.into_inner());
+        if flights.len() >= KEPT {
+            flights.retain(|_, lock| Arc::strong_count(lock) > 1);
+        }
+        flights
+            .entry((kind, namespace.to_string(), name.to_string()))
+            .or_default()
+            .clone()
     }
 
     /// The facts of `image`, read with the credentials of each of `pulls`;
@@ -130,10 +154,13 @@ impl PullSecrets {
         if pulls.is_empty() {
             return resolver.resolve(image).await;
         }
+        let Some(repository) = Repository::of(image) else {
+            return resolver.resolve(image).await;
+        };
         // By the credentials to read with: namespaces sharing them read once.
         let mut reads: BTreeMap<ReadKey, (Candidates, BTreeSet<String>)> = BTreeMap::new();
         for pull in pulls {
-            let candidates = self.candidates(pull, image).await;
+            let candidates = self.candidates(pull, &repository).await;
             let key = match &candidates {
                 Ok(all) => Ok(all
                     .iter()
@@ -149,11 +176,19 @@ impl PullSecrets {
         }
         let mut outcomes: Vec<(Outcome, BTreeSet<String>)> = Vec::new();
         for (_, (candidates, namespaces)) in reads {
-            let facts = match candidates {
-                Ok(all) if all.is_empty() => resolver.resolve(image).await,
+            let reading = match candidates {
+                Ok(all) if all.is_empty() => resolver.resolve_with(image, None).await,
                 Ok(all) => read_with(resolver, image, all).await,
-                Err(why) => ImageFacts::LookupFailed(why),
+                Err(why) => Reading {
+                    facts: ImageFacts::LookupFailed(why),
+                    unanswered: false,
+                },
             };
+            // No answer from the registry: every other read would meet the same.
+            if reading.unanswered {
+                return reading.facts;
+            }
+            let facts = reading.facts;
             match outcomes.iter_mut().find(|(o, _)| *o == facts) {
                 Some((_, seen)) => seen.extend(namespaces),
                 None => outcomes.push((facts, namespaces)),
@@ -165,7 +200,7 @@ impl PullSecrets {
     /// The credentials `pull` holds for `image`, in the order the kubelet
     /// tries them (Secret by Secret, the most specific key first); empty
     /// when its Secrets hold none for it.
-    async fn candidates(&self, pull: &Pull, image: &str) -> Candidates {
+    async fn candidates(&self, pull: &Pull, repository: &Repository) -> Candidates {
         let names = match &pull.service_account {
             Some(account) if pull.secrets.is_empty() => {
                 match self.account(&pull.namespace, account).await {
@@ -180,7 +215,7 @@ impl PullSecrets {
         let mut all = Vec::new();
         for name in names {
             match self.secret(&pull.namespace, &name).await {
-                Read::Found(keyring) => all.extend(keyring.lookup(image)),
+                Read::Found(keyring) => all.extend(keyring.lookup(repository)),
                 // The kubelet goes on without a Secret it cannot find.
                 Read::Missing => {}
                 Read::Failed(why) => return Err(why),
@@ -193,6 +228,11 @@ impl PullSecrets {
 
     /// The keyring of Secret `namespace/name`.
     async fn secret(&self, namespace: &str, name: &str) -> Read<Keyring> {
+        if let Some(kept) = kept(&self.secrets, namespace, name) {
+            return kept;
+        }
+        let flight = self.flight("Secret", namespace, name);
+        let _reading = flight.lock().await;
         if let Some(kept) = kept(&self.secrets, namespace, name) {
             return kept;
         }
@@ -222,6 +262,11 @@ impl PullSecrets {
 
     /// The Secrets ServiceAccount `namespace/name` gives its Pods.
     async fn account(&self, namespace: &str, name: &str) -> Read<Vec<String>> {
+        if let Some(kept) = kept(&self.accounts, namespace, name) {
+            return kept;
+        }
+        let flight = self.flight("ServiceAccount", namespace, name);
+        let _reading = flight.lock().await;
         if let Some(kept) = kept(&self.accounts, namespace, name) {
             return kept;
         }
@@ -322,17 +367,19 @@ fn keep<T: Clone>(kept: &Kept<T>, namespace: &str, name: &str, read: &Read<T>) {
 
 /// The image read with each of `candidates` in turn until one reads it,
 /// as the kubelet tries a Pod's credentials; else the first one's failure.
-async fn read_with(resolver: &Resolver, image: &str, candidates: Vec<Credentials>) -> ImageFacts {
+async fn read_with(resolver: &Resolver, image: &str, candidates: Vec<Credentials>) -> Reading {
     let mut first = None;
     for credentials in candidates {
-        match resolver.resolve_with(image, Some(credentials)).await {
-            ImageFacts::LookupFailed(why) => {
-                first.get_or_insert(why);
-            }
-            facts => return facts,
+        let reading = resolver.resolve_with(image, Some(credentials)).await;
+        if !matches!(reading.facts, ImageFacts::LookupFailed(_)) || reading.unanswered {
+            return reading;
         }
+        first.get_or_insert(reading);
     }
-    ImageFacts::LookupFailed(first.unwrap_or_default())
+    first.unwrap_or(Reading {
+        facts: ImageFacts::LookupFailed(String::new()),
+        unanswered: false,
+    })
 }
 
 /// One verdict from what each group of namespaces read: the facts when
@@ -518,6 +565,78 @@ mod tests {
             "{why}"
         );
         assert!(why.contains("; check that their pull Secrets"));
+    }
+
+    /// Reads `image` with the pull Secrets of namespaces `a` and `b` (each
+    /// its own account for 127.0.0.1:`port`) served by a fake API: the facts,
+    /// and how many reads were made with a pull Secret.
+    fn read_in_two_namespaces(port: u16, image: &str) -> (ImageFacts, u64) {
+        use clap::Parser;
+        use os_placement_e2e::faults::api::FakeApi;
+        use os_placement_e2e::identity::pull_secret;
+        #[derive(Parser)]
+        struct Flags {
+            #[command(flatten)]
+            registry: os_placement_registry::RegistryArgs,
+        }
+        let host = format!("127.0.0.1:{port}");
+        let api = FakeApi::start(vec![
+            pull_secret("a", "regcred", &host, "robot-a", "pw-a"),
+            pull_secret("b", "regcred", &host, "robot-b", "pw-b"),
+        ])
+        .unwrap();
+        let flags = ["t", "--insecure-registry", &host, "--retries", "0"];
+        let args = Flags::try_parse_from(flags).unwrap().registry;
+        let pull = |namespace: &str| {
+            Arc::new(Pull {
+                namespace: namespace.into(),
+                secrets: vec!["regcred".into()],
+                service_account: None,
+            })
+        };
+        let pulls = BTreeSet::from([pull("a"), pull("b")]);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let resolver = Resolver::new(&args);
+            let client = Client::try_from(kube::Config::new(api.url().parse().unwrap())).unwrap();
+            let facts = PullSecrets::new(client)
+                .read(&resolver, image, &pulls)
+                .await;
+            let reads = resolver
+                .lookups_by_credentials()
+                .iter()
+                .find(|(by, _, _)| *by == "pull-secret")
+                .map_or(0, |(_, n, _)| *n);
+            (facts, reads)
+        })
+    }
+
+    #[test]
+    fn a_registry_that_does_not_answer_is_tried_once_whatever_the_credentials() {
+        // Nothing listens on port 9.
+        let (facts, reads) = read_in_two_namespaces(9, "127.0.0.1:9/app:1");
+        assert!(matches!(facts, ImageFacts::LookupFailed(_)), "{facts:?}");
+        assert_eq!(reads, 1);
+        // Negative: a registry that answers, refusing both, is asked with each.
+        let registry = os_placement_e2e::faults::registry::Scripted::start(|_| {
+            let mut answer =
+                os_placement_e2e::faults::registry::Answer::json(401, &serde_json::json!({}));
+            answer
+                .headers
+                .push(("WWW-Authenticate".into(), "Basic realm=\"r\"".into()));
+            answer
+        })
+        .unwrap();
+        let image = format!("{}/app:1", registry.host());
+        let (facts, reads) = read_in_two_namespaces(registry.port(), &image);
+        let ImageFacts::LookupFailed(why) = facts else {
+            panic!("{facts:?}")
+        };
+        assert!(why.contains("the pull Secret a/regcred"), "{why}");
+        assert_eq!(reads, 2);
     }
 
     #[test]

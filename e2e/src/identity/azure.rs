@@ -14,7 +14,7 @@ use serde_json::json;
 use super::auth_registry::AuthRegistry;
 use super::service::{FakeService, State};
 use super::sigv4::uri_encode;
-use super::tokens::{field, form, fresh_token, iso8601, request_id};
+use super::tokens::{field, form, fresh_token, iso8601, request_id, Issued};
 use crate::error::Error;
 use crate::faults::http::Request;
 use crate::faults::registry::Answer;
@@ -62,6 +62,14 @@ impl FakeService<EntraFailure> {
         FakeService::serve(ENTRA_LIFETIME, move |state, request| {
             entra(state, request, &tenant, &client_id, &token_file)
         })
+    }
+}
+
+impl FakeService<EntraFailure> {
+    /// A token for a user signed in interactively, as `az login` keeps
+    /// one and `az account get-access-token` prints it.
+    pub fn sign_in(&self) -> Issued {
+        self.state().issue(fresh_token())
     }
 }
 

@@ -110,3 +110,22 @@ pub fn service_account_token() -> String {
         encode(claims)
     )
 }
+
+/// A `kubernetes.io/dockerconfigjson` Secret `namespace/name` holding
+/// `user` and `password` for `registry`, as `kubectl create secret
+/// docker-registry` writes it.
+pub fn pull_secret(
+    namespace: &str,
+    name: &str,
+    registry: &str,
+    user: &str,
+    password: &str,
+) -> serde_json::Value {
+    use base64::Engine;
+    let base64 = |text: &str| base64::engine::general_purpose::STANDARD.encode(text);
+    let auth = base64(&format!("{user}:{password}"));
+    let config = serde_json::json!({"auths": {registry: {"username": user, "password": password, "auth": auth}}});
+    serde_json::json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/dockerconfigjson",
+        "metadata": {"name": name, "namespace": namespace},
+        "data": {".dockerconfigjson": base64(&config.to_string())}})
+}

@@ -15,19 +15,10 @@ use std::process::Command;
 use base64::Engine as _;
 use os_placement_e2e::faults::api::FakeApi;
 use os_placement_e2e::identity::auth_registry::AuthRegistry;
-use os_placement_e2e::identity::cloud_hosts_ready;
+use os_placement_e2e::identity::{cloud_hosts_ready, pull_secret};
 use serde_json::{json, Value};
 
 use super::setup::cli_binary;
-
-/// A `kubernetes.io/dockerconfigjson` Secret for `registry` as `user`.
-fn pull_secret(namespace: &str, name: &str, registry: &str, user: &str, password: &str) -> Value {
-    let auth = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
-    let config = json!({"auths": {registry: {"auth": auth}}}).to_string();
-    json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/dockerconfigjson",
-        "metadata": {"name": name, "namespace": namespace},
-        "data": {".dockerconfigjson": base64::engine::general_purpose::STANDARD.encode(config)}})
-}
 
 /// A workload of `kind` in `namespace` running `image`, with `extra` in its pod spec.
 fn workload(kind: &str, namespace: &str, name: &str, image: &str, extra: Value) -> Value {

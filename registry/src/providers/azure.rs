@@ -4,8 +4,13 @@
 //! `AZURE_AUTHORITY_HOST`) give an Entra ID token, which the registry's
 //! `/oauth2/exchange` turns into an ACR refresh token: the password of the
 //! user `00000000-0000-0000-0000-000000000000`, as `az acr login` uses it.
+//! Without a workload identity, an Azure CLI login (`az` on `PATH`: a
+//! laptop running `check --lookup`; the syncer's image has none) gives the
+//! Entra ID token instead, as azure-identity's `AzureCliCredential` asks it.
 
-use std::time::Duration;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -16,6 +21,8 @@ use crate::distribution::Credentials;
 const AUTHORITY: &str = "https://login.microsoftonline.com/";
 /// The user an ACR refresh token goes with.
 const USER: &str = "00000000-0000-0000-0000-000000000000";
+/// The longest `az account get-access-token` may take (azure-identity gives it as long).
+const CLI_DEADLINE: Duration = Duration::from_secs(10);
 
 /// Whether `host` is an ACR registry (public, China and US Government clouds).
 pub fn serves(host: &str) -> bool {
@@ -74,6 +81,14 @@ impl Acr {
         })
     }
 
+    /// The Azure CLI, where it is on `PATH`.
+    fn cli(&self) -> Option<PathBuf> {
+        let path = self.env.var("PATH")?;
+        std::env::split_paths(&path)
+            .map(|dir| dir.join("az"))
+            .find(|az| az.is_file())
+    }
+
     /// `registry_client` reaches the registry (its exchange endpoint is on
     /// the registry's host, which an image names: the registry guard holds).
     pub async fn lend(
@@ -82,14 +97,21 @@ impl Acr {
         insecure: bool,
         registry_client: &reqwest::Client,
     ) -> Lent {
-        let Some(identity) = self.identity() else {
-            return Lent::Nothing {
-                hint: Some("no Azure Workload Identity is present (AZURE_CLIENT_ID, AZURE_TENANT_ID, AZURE_FEDERATED_TOKEN_FILE); label the syncer's pods azure.workload.identity/use: \"true\" and annotate its ServiceAccount with azure.workload.identity/client-id".into()),
-            };
-        };
         let scope = registry.to_ascii_lowercase();
-        let fetch = || self.token(registry, insecure, &identity, registry_client);
-        match self.cache.get(&scope, fetch).await {
+        let fetched = match (self.identity(), self.cli()) {
+            (Some(identity), _) => {
+                let fetch = || self.token(registry, insecure, &identity, registry_client);
+                self.cache.get(&scope, fetch).await
+            }
+            (None, Some(az)) => {
+                let fetch = || self.cli_token(registry, insecure, az, registry_client);
+                self.cache.get(&scope, fetch).await
+            }
+            (None, None) => return Lent::Nothing {
+                hint: Some("no Azure Workload Identity is present (AZURE_CLIENT_ID, AZURE_TENANT_ID, AZURE_FEDERATED_TOKEN_FILE); label the syncer's pods azure.workload.identity/use: \"true\" and annotate its ServiceAccount with azure.workload.identity/client-id (outside a cluster: az login)".into()),
+            },
+        };
+        match fetched {
             Ok(kept) => Lent::Credentials {
                 credentials: kept.credentials,
                 denied_fix: kept.denied_fix,
@@ -165,49 +187,167 @@ impl Acr {
                     .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
             })
             .unwrap_or(0);
-        let scheme = if insecure { "http" } else { "https" };
-        let exchange = send(
-            registry_client
-                .post(format!("{scheme}://{registry}/oauth2/exchange"))
-                .header("Content-Type", "application/x-www-form-urlencoded")
-                .body(form(&[
-                    ("grant_type", "access_token"),
-                    ("service", &host),
-                    ("tenant", &identity.tenant_id),
-                    ("access_token", &aad),
-                ])),
-            &format!("{registry}'s /oauth2/exchange"),
-        )
-        .await?;
-        let grant = format!(
-            "assign the AcrPull role on {host} to the managed identity or app of client id {}",
-            identity.client_id
-        );
-        if !exchange.status.is_success() {
-            return Err(format!(
-                "{registry} refused the Entra ID token at /oauth2/exchange ({}): {}; {grant}",
-                exchange.status,
-                said(&exchange.body)
-            ));
-        }
-        let refresh = exchange
-            .json()
-            .and_then(|j| {
-                j.get("refresh_token")
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-            })
-            .ok_or_else(|| {
-                format!("{registry}'s /oauth2/exchange answered without a refresh_token")
-            })?;
-        Ok((
-            Credentials {
-                user: USER.to_string(),
-                password: refresh,
-                origin: format!("Azure Workload Identity (client id {})", identity.client_id),
-            },
-            grant,
-            Duration::from_secs(lifetime),
-        ))
+        let who = Who {
+            tenant: identity.tenant_id.clone(),
+            grantee: format!(
+                "the managed identity or app of client id {}",
+                identity.client_id
+            ),
+            origin: format!("Azure Workload Identity (client id {})", identity.client_id),
+        };
+        exchange(registry, insecure, registry_client, &aad, lifetime, &who).await
     }
+
+    /// The Entra ID token of the Azure CLI's login, then the exchange.
+    async fn cli_token(
+        &self,
+        registry: &str,
+        insecure: bool,
+        az: PathBuf,
+        registry_client: &reqwest::Client,
+    ) -> Result<(Credentials, String, Duration), String> {
+        let host = crate::host_pattern::split_host_port(registry)
+            .0
+            .to_ascii_lowercase();
+        let mut command = Command::new(&az);
+        command.args(["account", "get-access-token", "--output", "json", "--scope"]);
+        command.arg(scope_for(&host));
+        if let Some(tenant) = self.env.var("AZURE_TENANT_ID") {
+            command.args(["--tenant", &tenant]);
+        }
+        let output = tokio::task::spawn_blocking(move || run(command, CLI_DEADLINE))
+            .await
+            .map_err(|e| format!("the Azure CLI did not finish: {e}"))??;
+        let json: Option<Value> = serde_json::from_slice(&output).ok();
+        let text = |name: &str| super::text(&json, name);
+        let aad = text("accessToken")
+            .ok_or("the Azure CLI answered without an accessToken; run az login")?;
+        let tenant =
+            text("tenant").ok_or("the Azure CLI answered without its tenant; run az login")?;
+        // `expires_on` (seconds since the epoch) since az 2.54; older ones give 5 minutes.
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let lifetime = json
+            .as_ref()
+            .and_then(|j| j.get("expires_on"))
+            .and_then(|v| {
+                v.as_u64()
+                    .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+            })
+            .map_or(300, |at| at.saturating_sub(now));
+        let who = Who {
+            tenant,
+            grantee: "the account az is logged in with".to_string(),
+            origin: "the Azure CLI login".to_string(),
+        };
+        exchange(registry, insecure, registry_client, &aad, lifetime, &who).await
+    }
+}
+
+/// Whose Entra ID token is exchanged.
+struct Who {
+    /// The tenant the token is of.
+    tenant: String,
+    /// Who to assign AcrPull to, in words.
+    grantee: String,
+    /// Where the credentials come from, in words.
+    origin: String,
+}
+
+/// Runs `command` for its standard output, killed after `deadline`.
+fn run(mut command: Command, deadline: Duration) -> Result<Vec<u8>, String> {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("the Azure CLI could not be run: {e}"))?;
+    let started = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if started.elapsed() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "the Azure CLI gave no token within {deadline:?}; run az account get-access-token to see why"
+                ));
+            }
+        }
+    }
+    let output = child
+        .wait_with_output()
+        .map_err(|e| format!("the Azure CLI could not be read: {e}"))?;
+    if output.status.success() {
+        return Ok(output.stdout);
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let first = stderr
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("no message");
+    Err(format!(
+        "the Azure CLI gave no token ({}): {}; run az login",
+        output.status,
+        said(first)
+    ))
+}
+
+/// Entra ID's token `aad` for `who`, exchanged at the registry's
+/// `/oauth2/exchange` for an ACR refresh token.
+async fn exchange(
+    registry: &str,
+    insecure: bool,
+    registry_client: &reqwest::Client,
+    aad: &str,
+    lifetime: u64,
+    who: &Who,
+) -> Result<(Credentials, String, Duration), String> {
+    let host = crate::host_pattern::split_host_port(registry)
+        .0
+        .to_ascii_lowercase();
+    let scheme = if insecure { "http" } else { "https" };
+    let exchange = send(
+        registry_client
+            .post(format!("{scheme}://{registry}/oauth2/exchange"))
+            .header("Content-Type", "application/x-www-form-urlencoded")
+            .body(form(&[
+                ("grant_type", "access_token"),
+                ("service", &host),
+                ("tenant", &who.tenant),
+                ("access_token", aad),
+            ])),
+        &format!("{registry}'s /oauth2/exchange"),
+    )
+    .await?;
+    let grant = format!("assign the AcrPull role on {host} to {}", who.grantee);
+    if !exchange.status.is_success() {
+        return Err(format!(
+            "{registry} refused the Entra ID token at /oauth2/exchange ({}): {}; {grant}",
+            exchange.status,
+            said(&exchange.body)
+        ));
+    }
+    let refresh = exchange
+        .json()
+        .and_then(|j| {
+            j.get("refresh_token")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .ok_or_else(|| format!("{registry}'s /oauth2/exchange answered without a refresh_token"))?;
+    Ok((
+        Credentials {
+            user: USER.to_string(),
+            password: refresh,
+            origin: who.origin.clone(),
+        },
+        grant,
+        Duration::from_secs(lifetime),
+    ))
 }
