@@ -232,3 +232,79 @@ fn each_namespace_reads_its_images_with_its_own_pull_secrets() {
     }
     assert!(!log.contains("bob-old-pw") && !all_facts.contains("bob-old-pw"));
 }
+
+/// The running syncer: an image a new namespace starts pulling is read
+/// again with that namespace's Secret at once, and its facts withdrawn
+/// when that Secret cannot read it; back when the namespace stops using
+/// it. Lookups with a pull Secret are counted as such in `/metrics`.
+#[test]
+fn a_namespace_that_starts_pulling_an_image_has_it_read_again_with_its_own_secret() {
+    let Some(cli) = cli_binary().unwrap() else {
+        return;
+    };
+    if !cloud_hosts_ready().unwrap() {
+        return;
+    }
+    let Some(registry) = AuthRegistry::start().unwrap() else {
+        return;
+    };
+    registry
+        .push_image(
+            "shared/app",
+            "1",
+            "windows",
+            "amd64",
+            Some("10.0.20348.2113"),
+        )
+        .unwrap();
+    registry.set_password("alice", "alice-pw-1").unwrap();
+    registry.set_password("bob", "bob-pw-1").unwrap();
+    let host = format!("registry.other.test:{}", registry.port());
+    let image = format!("{host}/shared/app:1");
+    let secrets = json!({"imagePullSecrets": [{"name": "regcred"}]});
+    let api = FakeApi::start(vec![
+        pull_secret("team-a", "regcred", &host, "alice", "alice-pw-1"),
+        pull_secret("team-b", "regcred", &host, "bob", "bob-old-pw"),
+        workload("Deployment", "team-a", "a", &image, secrets.clone()),
+    ])
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let replica = super::syncer::Replica::spawn_with(
+        &cli,
+        &api,
+        dir.path(),
+        "syncer-a",
+        &["--pull-secrets", "--insecure-registry", &host],
+    );
+    let facts = || {
+        published(&api)
+            .get(&image)
+            .map(Value::to_string)
+            .unwrap_or_default()
+    };
+    let within = std::time::Duration::from_secs(20);
+    let read = super::syncer::wait_for(within, || facts().contains("10.0.20348.2113"));
+    assert!(read.is_some(), "{}\n{}", facts(), replica.logged());
+    let counted = replica
+        .metric("os_placement_sync_lookups_by_credentials_total{credentials=\"pull-secret\"}")
+        .unwrap_or_default();
+    assert_eq!(counted, "1", "{}", replica.logged());
+
+    // team-b starts pulling it with a Secret that cannot: withdrawn, team-b named.
+    api.put(workload("Deployment", "team-b", "b", &image, secrets));
+    let withdrawn = super::syncer::wait_for(within, || {
+        facts().contains("read with the pull credentials of namespace team-a, but not with those of namespace team-b")
+    });
+    assert!(withdrawn.is_some(), "{}\n{}", facts(), replica.logged());
+    // team-b moves to another image: read with team-a's alone again.
+    api.put(workload(
+        "Deployment",
+        "team-b",
+        "b",
+        &format!("{host}/other/app:1"),
+        json!({}),
+    ));
+    let back = super::syncer::wait_for(within, || facts().contains("10.0.20348.2113"));
+    assert!(back.is_some(), "{}\n{}", facts(), replica.logged());
+    assert!(!replica.logged().contains("bob-old-pw") && !facts().contains("alice-pw-1"));
+}
