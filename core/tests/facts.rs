@@ -368,6 +368,16 @@ fn a_fix_the_syncer_published_is_the_warnings_fix() {
         warning.ends_with("; annotate the syncer's ServiceAccount with eks.amazonaws.com/role-arn"),
         "{warning}"
     );
+    // A namespace whose pull Secret cannot read it (cli/src/sync/pull.rs):
+    // the fix names that Secret, and the warning stays under 256 characters.
+    let refused = "read with the pull credentials of namespace team-a, but not with those of namespace team-b: registry.corp answered 401 Unauthorized for the manifest (credentials for registry.corp come from the pull Secret team-b/regcred); check the user name and password in the pull Secret team-b/regcred";
+    let facts = image_facts(short, ImageFacts::LookupFailed(refused.into()));
+    let warning = fallback_warning(&object, &eks(), &facts, "syncer's lookup of");
+    assert!(
+        warning.ends_with("; check the user name and password in the pull Secret team-b/regcred"),
+        "{warning}"
+    );
+    assert!(warning.len() < 256, "{}", warning.len());
     // A tail that is no fix ("caused by: …", "retry later") is the cause's.
     for error in ["timeout; caused by: connection reset", "busy; retry later"] {
         let facts = image_facts(short, ImageFacts::LookupFailed(error.into()));
