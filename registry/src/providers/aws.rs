@@ -31,6 +31,21 @@ const SUFFIXES: &[&str] = &[
     "csp.hci.ic.gov",
 ];
 
+/// The DNS suffix of the partition `region` is in, as the SDKs'
+/// partitions.json says by its `regionRegex` (aws and aws-us-gov share theirs).
+pub fn partition_suffix(region: &str) -> &'static str {
+    [
+        ("cn-", "amazonaws.com.cn"),
+        ("us-iso-", "c2s.ic.gov"),
+        ("us-isob-", "sc2s.sgov.gov"),
+        ("eu-isoe-", "cloud.adc-e.uk"),
+        ("us-isof-", "csp.hci.ic.gov"),
+    ]
+    .iter()
+    .find(|(prefix, _)| region.starts_with(prefix))
+    .map_or("amazonaws.com", |(_, suffix)| suffix)
+}
+
 /// A private ECR registry, as its host names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EcrRegistry {
@@ -312,6 +327,19 @@ mod tests {
         // Not ECR: ECR Public, short accounts, other domains, look-alikes.
         assert_eq!(ecr("public.ecr.aws"), None);
         assert_eq!(ecr("12345.dkr.ecr.us-east-1.amazonaws.com"), None);
+        // Every suffix a region gives is one a registry host may have.
+        for (region, suffix) in [
+            ("us-east-1", "amazonaws.com"),
+            ("us-gov-west-1", "amazonaws.com"),
+            ("cn-northwest-1", "amazonaws.com.cn"),
+            ("us-iso-east-1", "c2s.ic.gov"),
+            ("us-isob-east-1", "sc2s.sgov.gov"),
+            ("eu-isoe-west-1", "cloud.adc-e.uk"),
+            ("us-isof-south-1", "csp.hci.ic.gov"),
+        ] {
+            assert_eq!(partition_suffix(region), suffix, "{region}");
+            assert!(SUFFIXES.contains(&suffix));
+        }
         assert_eq!(
             ecr("123456789012.dkr.ecr.us-east-1.amazonaws.com.evil.example"),
             None

@@ -256,11 +256,7 @@ impl Chain {
             .var("AWS_REGION")
             .or_else(|| self.env.var("AWS_DEFAULT_REGION"))
             .unwrap_or_else(|| region.to_string());
-        let suffix = if region.starts_with("cn-") {
-            "amazonaws.com.cn"
-        } else {
-            "amazonaws.com"
-        };
+        let suffix = super::aws::partition_suffix(&region);
         format!("https://sts.{region}.{suffix}/")
     }
 
@@ -436,6 +432,38 @@ mod tests {
         assert_eq!(xml_text(ok, "SecretAccessKey").as_deref(), Some("s&1"));
         assert_eq!(xml_text(ok, "SessionToken"), None);
         assert_eq!(xml_text("<Code>AccessDenied", "Code"), None);
+    }
+
+    /// STS in the partition of the pod's region (AWS_REGION, as the SDKs
+    /// read it), else of the registry's; an endpoint variable wins.
+    #[test]
+    fn sts_is_reached_in_the_regions_partition() {
+        let endpoint = |vars: &[(&str, &str)], registry_region: &str| {
+            Chain::new(Env::of(vars), Err(String::new())).sts_endpoint(registry_region)
+        };
+        assert_eq!(
+            endpoint(&[], "eu-west-1"),
+            "https://sts.eu-west-1.amazonaws.com/"
+        );
+        assert_eq!(
+            endpoint(&[("AWS_REGION", "us-iso-east-1")], "us-east-1"),
+            "https://sts.us-iso-east-1.c2s.ic.gov/"
+        );
+        assert_eq!(
+            endpoint(&[], "cn-north-1"),
+            "https://sts.cn-north-1.amazonaws.com.cn/"
+        );
+        assert_eq!(
+            endpoint(&[], "us-isob-east-1"),
+            "https://sts.us-isob-east-1.sc2s.sgov.gov/"
+        );
+        assert_eq!(
+            endpoint(
+                &[("AWS_ENDPOINT_URL_STS", "http://127.0.0.1:1")],
+                "us-east-1"
+            ),
+            "http://127.0.0.1:1"
+        );
     }
 
     #[test]
