@@ -404,6 +404,74 @@ fn artifact_registry_is_read_with_the_gke_metadata_server() {
     assert!(why.contains("; enable Workload Identity"), "{why}");
 }
 
+/// A service account key in GOOGLE_APPLICATION_CREDENTIALS (a CI pipeline
+/// running `check --lookup`): an RS256 assertion the key signs, exchanged
+/// at its `token_uri`, which checks it against the key's public half.
+#[test]
+fn artifact_registry_is_read_with_a_service_account_key() {
+    use os_placement_e2e::identity::gcp::{service_account_key, FakeGoogleOAuth, OAuthFailure};
+    let Some((registry, dir)) = setup() else {
+        return;
+    };
+    let Some((pem, public)) = service_account_key(dir.path()).unwrap() else {
+        return;
+    };
+    let email = "ci-reader@example-project.iam.gserviceaccount.com";
+    let oauth = FakeGoogleOAuth::start(&registry, email, public).unwrap();
+    oauth.set_lifetime(SHORT);
+    let key = |private_key: &str| {
+        serde_json::json!({"type": "service_account", "project_id": "example-project",
+            "private_key_id": "8f2d", "private_key": private_key, "client_email": email,
+            "client_id": "1", "token_uri": format!("{}/token", oauth.url())})
+        .to_string()
+    };
+    let path = dir.path().join("key.json");
+    std::fs::write(&path, key(&pem)).unwrap();
+    let path = path.display().to_string();
+    let host = format!("{GAR_HOST}:{}", registry.port());
+    let image = format!("{host}/billing/api:4.2");
+    let env = [("GOOGLE_APPLICATION_CREDENTIALS", path.as_str())];
+    let resolver = resolver_for(&insecure(&host), &env);
+
+    read_throughout(&resolver, &image);
+    let issued = oauth.issued();
+    assert!(issued.len() >= 3, "{} tokens", issued.len());
+    assert!(renewed_in_time(&issued));
+
+    // A deleted key: Google's words and the fix; no key material shown.
+    oauth.set_failure(Some(OAuthFailure::KeyDeleted));
+    let why = failure(read(&resolver_for(&insecure(&host), &env), &image));
+    assert!(why.contains("Invalid JWT Signature."), "{why}");
+    assert!(
+        why.contains("; check that the key is not deleted or disabled, or create a new one"),
+        "{why}"
+    );
+    assert!(!why.contains("PRIVATE KEY"), "{why}");
+    // Negative: a key file without a usable key is said, and the endpoint not asked.
+    oauth.set_failure(None);
+    let asked = oauth.seen().len();
+    let broken = dir.path().join("broken.json");
+    std::fs::write(
+        &broken,
+        key("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"),
+    )
+    .unwrap();
+    let broken = broken.display().to_string();
+    let why = failure(read(
+        &resolver_for(
+            &insecure(&host),
+            &[("GOOGLE_APPLICATION_CREDENTIALS", &broken)],
+        ),
+        &image,
+    ));
+    assert!(why.contains("holds no RSA private key"), "{why}");
+    assert!(
+        why.contains(&format!("; create a new key for {email}")),
+        "{why}"
+    );
+    assert_eq!(oauth.seen().len(), asked);
+}
+
 #[test]
 fn acr_is_read_with_azure_workload_identity_through_its_exchange() {
     let Some((registry, dir)) = setup() else {

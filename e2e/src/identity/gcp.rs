@@ -2,6 +2,9 @@
 //! it: the default service account's access token, asked with
 //! `Metadata-Flavor: Google`, which becomes the password of user
 //! `oauth2accesstoken` on the registry standing for Artifact Registry.
+//! And Google's OAuth token endpoint as a service account key's
+//! `token_uri` names it: a JWT the key signed (RFC 7523), checked against
+//! the key's public half, for an access token.
 
 use std::time::Duration;
 
@@ -122,4 +125,165 @@ fn token(state: &State<GceFailure>, registry: &AuthRegistry) -> Answer {
             .to_string()
             .into_bytes(),
     )
+}
+
+/// How the token endpoint refuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OAuthFailure {
+    /// 400 `invalid_grant`: the key was deleted or disabled.
+    KeyDeleted,
+}
+
+/// A fake Google OAuth token endpoint (`/token`).
+pub type FakeGoogleOAuth = FakeService<OAuthFailure>;
+
+impl FakeService<OAuthFailure> {
+    /// Starts the endpoint for the service account `email`, whose key's
+    /// public half is `public_key` (PKCS#1 DER); its tokens are passwords
+    /// on `registry`.
+    pub fn start(
+        registry: &AuthRegistry,
+        email: &str,
+        public_key: Vec<u8>,
+    ) -> Result<FakeGoogleOAuth, Error> {
+        let (registry, email) = (registry.clone(), email.to_string());
+        FakeService::serve(GCE_LIFETIME, move |state, request| {
+            oauth(state, request, &registry, &email, &public_key)
+        })
+    }
+}
+
+fn oauth_error(error: &str, description: &str) -> Answer {
+    answer(
+        400,
+        "application/json; charset=utf-8",
+        json!({"error": error, "error_description": description})
+            .to_string()
+            .into_bytes(),
+    )
+}
+
+fn oauth(
+    state: &State<OAuthFailure>,
+    request: &Request,
+    registry: &AuthRegistry,
+    email: &str,
+    public_key: &[u8],
+) -> Answer {
+    use base64::Engine;
+    if request.method != "POST" || request.path != "/token" {
+        return text(404, "Not Found\n");
+    }
+    let params = super::tokens::form(&request.body);
+    let param = |name: &str| super::tokens::field(&params, name).unwrap_or_default();
+    if param("grant_type") != "urn:ietf:params:oauth:grant-type:jwt-bearer" {
+        return oauth_error("unsupported_grant_type", "Invalid grant_type: ");
+    }
+    let assertion = param("assertion");
+    let decode = |part: &str| {
+        base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(part)
+            .ok()
+    };
+    let parts = assertion.rsplit_once('.').and_then(|(signed, signature)| {
+        let (header, claims) = signed.split_once('.')?;
+        Some((signed, decode(header)?, decode(claims)?, decode(signature)?))
+    });
+    let Some((signed, header, claims, signature)) = parts else {
+        return oauth_error("invalid_grant", "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe.");
+    };
+    let key = ring::signature::UnparsedPublicKey::new(
+        &ring::signature::RSA_PKCS1_2048_8192_SHA256,
+        public_key,
+    );
+    if key.verify(signed.as_bytes(), &signature).is_err() {
+        return oauth_error("invalid_grant", "Invalid JWT Signature.");
+    }
+    let read =
+        |bytes: &[u8]| serde_json::from_slice::<serde_json::Value>(bytes).unwrap_or_default();
+    let (header, claims) = (read(&header), read(&claims));
+    let claim = |name: &str| claims.get(name).cloned().unwrap_or_default();
+    let audience = format!(
+        "http://{}/token",
+        request.header("host").unwrap_or_default()
+    );
+    let lasts = claim("exp")
+        .as_u64()
+        .unwrap_or(0)
+        .saturating_sub(claim("iat").as_u64().unwrap_or(u64::MAX));
+    if header.get("alg") != Some(&json!("RS256"))
+        || claim("iss") != email
+        || claim("aud") != audience.as_str()
+        || !claim("scope")
+            .as_str()
+            .unwrap_or_default()
+            .contains("cloud-platform")
+        || lasts == 0
+        || lasts > 3600
+    {
+        return oauth_error("invalid_grant", "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values in the JWT claim.");
+    }
+    if state.failure() == Some(OAuthFailure::KeyDeleted) {
+        return oauth_error("invalid_grant", "Invalid JWT Signature.");
+    }
+    let issued = state.issue(fresh_token());
+    if let Err(e) = registry.set_password_until(GCP_USER, &issued.token, issued.expires_at) {
+        return text(500, &e.to_string());
+    }
+    let expires_in = issued
+        .expires_at
+        .duration_since(issued.issued_at)
+        .unwrap_or_default()
+        .as_secs();
+    answer(
+        200,
+        "application/json; charset=utf-8",
+        json!({"access_token": issued.token, "expires_in": expires_in, "token_type": "Bearer"})
+            .to_string()
+            .into_bytes(),
+    )
+}
+
+/// A new RSA key as a Google service account key holds it: a PKCS#8 PEM
+/// (made by openssl), and its public half (PKCS#1 DER) for the fake
+/// endpoint. `Ok(None)` after a visible skip when openssl is not installed.
+pub fn service_account_key(dir: &std::path::Path) -> Result<Option<(String, Vec<u8>)>, Error> {
+    let missing = |e: xtask::Error| Error::Setup(e.to_string());
+    let Some(openssl) = crate::external::on_path(
+        "openssl",
+        "install the Debian package openssl (`make deps` does)",
+    )
+    .map_err(missing)?
+    else {
+        return Ok(None);
+    };
+    let path = dir.join("service-account-key.pem");
+    let made = std::process::Command::new(openssl)
+        .args([
+            "genpkey",
+            "-algorithm",
+            "RSA",
+            "-pkeyopt",
+            "rsa_keygen_bits:2048",
+            "-out",
+        ])
+        .arg(&path)
+        .output()
+        .map_err(Error::io("openssl genpkey"))?;
+    if !made.status.success() {
+        return Err(Error::Setup(format!(
+            "openssl genpkey: {}",
+            String::from_utf8_lossy(&made.stderr)
+        )));
+    }
+    let pem = std::fs::read_to_string(&path).map_err(Error::io(path.display().to_string()))?;
+    use base64::Engine;
+    let body: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
+    let der = base64::engine::general_purpose::STANDARD
+        .decode(body)
+        .map_err(|e| Error::Setup(format!("openssl's key: {e}")))?;
+    let key = ring::signature::RsaKeyPair::from_pkcs8(&der)
+        .map_err(|e| Error::Setup(format!("openssl's key: {e}")))?;
+    use ring::signature::KeyPair;
+    Ok(Some((pem, key.public_key().as_ref().to_vec())))
 }
