@@ -81,6 +81,8 @@ APT_PACKAGES += python3-venv
 APT_PACKAGES += skopeo
 # The credential tests' registry checks users of an htpasswd file (htpasswd -B).
 APT_PACKAGES += apache2-utils
+# The Google service account key test makes its RSA key with openssl.
+APT_PACKAGES += openssl
 
 # Everything builds in the shared ./target: the host (wasmtime) is built once,
 # in the dev/test profile, and `run` reuses what `test` built.
