@@ -598,6 +598,100 @@ fn acr_is_read_with_an_azure_cli_login_outside_a_cluster() {
     assert!(why.contains("(outside a cluster: az login)"), "{why}");
 }
 
+/// A laptop's AWS profiles, as the SDKs' profile provider reads them: an
+/// IAM Identity Center (SSO) login's cached token exchanged at the portal
+/// (a fake one at AWS_ENDPOINT_URL_SSO), and a `credential_process`.
+#[test]
+fn ecr_is_read_with_an_aws_sso_profile_and_a_credential_process() {
+    use os_placement_e2e::identity::aws::{FakeSsoPortal, SsoFailure};
+    let Some((registry, dir)) = setup() else {
+        return;
+    };
+    let keys = KeyRing::new();
+    let ecr_registry = EcrRegistry::new(ACCOUNT, "us-east-1", &registry);
+    let host = format!("{}:{}", ecr_registry.host(), registry.port());
+    let image = format!("{host}/billing/api:4.2");
+    let ecr = FakeEcr::start(&keys, &[ecr_registry]).unwrap();
+    let portal = FakeSsoPortal::start(&keys, "sso-token-1", ACCOUNT, "EcrReader").unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(home.join(".aws/sso/cache")).unwrap();
+    let process = dir.path().join("credentials.sh");
+    std::fs::write(
+        home.join(".aws/config"),
+        format!(
+            "[profile dev]\nsso_session = corp\nsso_account_id = {ACCOUNT}\nsso_role_name = EcrReader\nregion = us-east-1\n\n[sso-session corp]\nsso_start_url = https://corp.awsapps.com/start\nsso_region = us-east-1\n\n[profile ci]\ncredential_process = sh {} --profile ci\n",
+            process.display()
+        ),
+    )
+    .unwrap();
+    // `aws sso login` caches the token under the SHA-1 of the session's name.
+    let digest = ring::digest::digest(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY, b"corp");
+    let name: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+    let cache = home.join(format!(".aws/sso/cache/{name}.json"));
+    let login = |expires: &str| {
+        let cached = serde_json::json!({"startUrl": "https://corp.awsapps.com/start", "region": "us-east-1",
+            "accessToken": "sso-token-1", "expiresAt": expires});
+        std::fs::write(&cache, cached.to_string()).unwrap();
+    };
+    login("2099-01-01T00:00:00Z");
+    let (home_text, portal_url, ecr_url) = (home.display().to_string(), portal.url(), ecr.url());
+    let env = |profile: &'static str| {
+        vec![
+            ("HOME", home_text.clone()),
+            ("AWS_PROFILE", profile.to_string()),
+            ("AWS_ENDPOINT_URL_SSO", portal_url.clone()),
+            ("AWS_ENDPOINT_URL_ECR", ecr_url.clone()),
+            ("AWS_EC2_METADATA_DISABLED", "true".to_string()),
+        ]
+    };
+    let resolver = |profile: &'static str| {
+        let vars = env(profile);
+        let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        resolver_for(&insecure(&host), &vars)
+    };
+    assert!(platforms_of(&read(&resolver("dev"), &image)).contains("10.0.20348.2113"));
+    assert_eq!(portal.issued().len(), 1);
+    let request = &portal.seen()[0];
+    assert!(request
+        .query
+        .contains(&("account_id".into(), ACCOUNT.into())));
+
+    // No access to the role: the portal's words, and what to assign.
+    portal.set_failure(Some(SsoFailure::NoAccess));
+    let why = failure(read(&resolver("dev"), &image));
+    assert!(why.contains("403"), "{why}");
+    assert!(
+        why.ends_with("; assign the permission set EcrReader in account 123456789012 to your user"),
+        "{why}"
+    );
+    portal.set_failure(None);
+    // An expired login is said without asking the portal.
+    login("2020-01-01T00:00:00Z");
+    let asked = portal.seen().len();
+    let why = failure(read(&resolver("dev"), &image));
+    assert!(
+        why.contains("has expired; run aws sso login --profile dev"),
+        "{why}"
+    );
+    assert_eq!(portal.seen().len(), asked);
+
+    // A credential_process printing a user's static keys.
+    let user = keys.add_static(ACCOUNT, "ci");
+    let printed = serde_json::json!({"Version": 1, "AccessKeyId": user.access_key_id,
+        "SecretAccessKey": user.secret_access_key});
+    std::fs::write(&process, format!("echo '{printed}'\n")).unwrap();
+    assert!(platforms_of(&read(&resolver("ci"), &image)).contains("10.0.20348.2113"));
+    // One that fails: its words and the fix; no key shown.
+    std::fs::write(&process, "echo 'the vault is locked' >&2; exit 3\n").unwrap();
+    let why = failure(read(&resolver("ci"), &image));
+    assert!(why.contains("the vault is locked"), "{why}");
+    assert!(
+        why.ends_with("; check the credential_process of the AWS profile ci"),
+        "{why}"
+    );
+    assert!(!why.contains(&user.secret_access_key));
+}
+
 #[test]
 fn pod_identity_refusals_are_said_in_the_agents_words() {
     let Some((registry, dir)) = setup() else {

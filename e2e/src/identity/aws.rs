@@ -469,3 +469,103 @@ fn imds(
         }),
     )
 }
+
+/// How the SSO portal refuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SsoFailure {
+    /// 403 `ForbiddenException`: no permission set gives the user the role.
+    NoAccess,
+}
+
+/// A fake IAM Identity Center portal (`AWS_ENDPOINT_URL_SSO`):
+/// GetRoleCredentials for the bearer token `aws sso login` cached.
+pub type FakeSsoPortal = FakeService<SsoFailure>;
+
+/// How long an SSO role's keys last.
+pub const SSO_LIFETIME: Duration = Duration::from_secs(3600);
+
+impl FakeService<SsoFailure> {
+    /// Starts the portal, which takes `token` for the role `role_name` of
+    /// `account`; its keys go into `keys`.
+    pub fn start(
+        keys: &KeyRing,
+        token: &str,
+        account: &str,
+        role_name: &str,
+    ) -> Result<FakeSsoPortal, Error> {
+        let (keys, token, account, role_name) = (
+            keys.clone(),
+            token.to_string(),
+            account.to_string(),
+            role_name.to_string(),
+        );
+        FakeService::serve(SSO_LIFETIME, move |state, request| {
+            sso_portal(state, request, &keys, &token, &account, &role_name)
+        })
+    }
+}
+
+fn sso_portal(
+    state: &State<SsoFailure>,
+    request: &Request,
+    keys: &KeyRing,
+    token: &str,
+    account: &str,
+    role_name: &str,
+) -> Answer {
+    let error = |status: u16, kind: &str, message: &str| {
+        let mut answer = Answer::json(status, &json!({"message": message}));
+        answer.headers.push((
+            "x-amzn-ErrorType".into(),
+            format!("{kind}:http://internal.amazon.com/coral/com.amazonaws.switchboard.portal/"),
+        ));
+        answer
+    };
+    if request.method != "GET" || request.path != "/federation/credentials" {
+        return error(404, "ResourceNotFoundException", "Not Found");
+    }
+    if request.header("x-amz-sso_bearer_token") != Some(token) {
+        return error(
+            401,
+            "UnauthorizedException",
+            "Session token not found or invalid",
+        );
+    }
+    let param = |name: &str| {
+        request
+            .query
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+            .unwrap_or_default()
+    };
+    if state.failure() == Some(SsoFailure::NoAccess)
+        || param("account_id") != account
+        || param("role_name") != role_name
+    {
+        return error(403, "ForbiddenException", "No access");
+    }
+    let issued = state.issue(temporary_key_id());
+    let minted = keys.mint(
+        account,
+        format!(
+            "arn:aws:sts::{account}:assumed-role/AWSReservedSSO_{role_name}_{}/dev@example.com",
+            random_hex(8)
+        ),
+        &issued,
+    );
+    let expiration = issued
+        .expires_at
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_millis();
+    Answer::json(
+        200,
+        &json!({"roleCredentials": {
+            "accessKeyId": minted.access_key_id,
+            "secretAccessKey": minted.secret_access_key,
+            "sessionToken": minted.session_token,
+            "expiration": u64::try_from(expiration).unwrap_or(u64::MAX),
+        }}),
+    )
+}

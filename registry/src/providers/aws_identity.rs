@@ -3,8 +3,10 @@
 //! credentials file's profile (a laptop), IRSA's web identity token
 //! (exchanged at STS), the container credentials endpoint (EKS Pod
 //! Identity's agent, or ECS), then the instance's role through IMDSv2 (the
-//! node role). Only the keys are read: the SDKs' SSO, process and
-//! assume-role profiles are not.
+//! node role). A profile gives keys as the SDKs' profile provider does:
+//! an IAM Identity Center (SSO) login's cached token exchanged at the SSO
+//! portal, static keys, or a `credential_process`; an assume-role profile
+//! (`role_arn`) is not read.
 
 use std::net::IpAddr;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -21,6 +23,8 @@ const ABSENT_FOR: Duration = Duration::from_secs(300);
 const IMDS_TIMEOUT: Duration = Duration::from_secs(1);
 /// The container credentials endpoint of a relative URI (ECS).
 const ECS_HOST: &str = "http://169.254.170.2";
+/// The longest a profile's `credential_process` may take.
+const PROCESS_DEADLINE: Duration = Duration::from_secs(30);
 
 /// Keys for signing, how long they last, and whose they are.
 pub struct Keys {
@@ -38,8 +42,20 @@ pub struct Keys {
 pub enum Source {
     /// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.
     Environment,
-    /// A profile of the shared credentials file.
+    /// Static keys in a profile of the shared credentials or config file.
     Profile { file: String, name: String },
+    /// An IAM Identity Center (SSO) profile: the token `aws sso login`
+    /// cached, exchanged at the SSO portal for the role's keys.
+    Sso {
+        profile: String,
+        /// The cache file's key: the `sso_session`'s name, or the start URL.
+        session: String,
+        region: String,
+        account_id: String,
+        role_name: String,
+    },
+    /// A profile's `credential_process`, run through the shell.
+    Process { profile: String, command: String },
     /// IRSA: AWS_ROLE_ARN and AWS_WEB_IDENTITY_TOKEN_FILE.
     WebIdentity {
         role_arn: String,
@@ -112,21 +128,76 @@ impl Chain {
         Some(Source::Instance { endpoint })
     }
 
-    /// The shared credentials file's profile, when it holds keys.
+    /// The profile's keys, as the SDKs' profile provider finds them: an
+    /// SSO login, static keys (the credentials file's, then the config
+    /// file's), then a `credential_process`.
     fn profile(&self) -> Option<Source> {
-        let file = self.env.var("AWS_SHARED_CREDENTIALS_FILE").or_else(|| {
-            self.env
-                .home()
-                .map(|h| h.join(".aws/credentials").display().to_string())
-        })?;
         let name = self
             .env
             .var("AWS_PROFILE")
             .unwrap_or_else(|| "default".into());
-        let text = std::fs::read_to_string(&file).ok()?;
-        let section = profile_section(&text, &name);
-        (section.contains_key("aws_access_key_id") && section.contains_key("aws_secret_access_key"))
-            .then_some(Source::Profile { file, name })
+        let home = |path: &str| self.env.home().map(|h| h.join(path).display().to_string());
+        let credentials_file = self
+            .env
+            .var("AWS_SHARED_CREDENTIALS_FILE")
+            .or_else(|| home(".aws/credentials"));
+        let config_file = self
+            .env
+            .var("AWS_CONFIG_FILE")
+            .or_else(|| home(".aws/config"));
+        let read = |file: &Option<String>| {
+            file.as_ref()
+                .and_then(|f| std::fs::read_to_string(f).ok())
+                .unwrap_or_default()
+        };
+        let (credentials_text, config_text) = (read(&credentials_file), read(&config_file));
+        let credentials = profile_section(&credentials_text, &name);
+        // The config file names a profile `[profile NAME]`, the default `[default]`.
+        let mut config = profile_section(&config_text, &format!("profile {name}"));
+        if config.is_empty() && name == "default" {
+            config = profile_section(&config_text, "default");
+        }
+        if let (Some(account_id), Some(role_name)) =
+            (config.get("sso_account_id"), config.get("sso_role_name"))
+        {
+            let session = config.get("sso_session");
+            let session_section = session
+                .map(|s| profile_section(&config_text, &format!("sso-session {s}")))
+                .unwrap_or_default();
+            let region = session_section
+                .get("sso_region")
+                .or_else(|| config.get("sso_region"))
+                .cloned()?;
+            let key = session
+                .cloned()
+                .or_else(|| config.get("sso_start_url").cloned())?;
+            return Some(Source::Sso {
+                profile: name,
+                session: key,
+                region,
+                account_id: account_id.clone(),
+                role_name: role_name.clone(),
+            });
+        }
+        let keys = |section: &std::collections::HashMap<String, String>| {
+            section.contains_key("aws_access_key_id")
+                && section.contains_key("aws_secret_access_key")
+        };
+        if keys(&credentials) {
+            let file = credentials_file?;
+            return Some(Source::Profile { file, name });
+        }
+        if keys(&config) {
+            let file = config_file?;
+            return Some(Source::Profile { file, name });
+        }
+        let command = credentials
+            .get("credential_process")
+            .or_else(|| config.get("credential_process"))?;
+        Some(Source::Process {
+            profile: name,
+            command: command.clone(),
+        })
     }
 
     /// The keys of `source`. `Ok(None)` when the instance endpoint does not
@@ -144,7 +215,10 @@ impl Chain {
             })),
             Source::Profile { file, name } => {
                 let text = read_file(file, "the AWS shared credentials file")?;
-                let section = profile_section(&text, name);
+                let mut section = profile_section(&text, name);
+                if section.is_empty() {
+                    section = profile_section(&text, &format!("profile {name}"));
+                }
                 let get = |key: &str| section.get(key).cloned();
                 Ok(Some(Keys {
                     access_key_id: get("aws_access_key_id").unwrap_or_default(),
@@ -162,6 +236,23 @@ impl Chain {
                 .await
                 .map(Some),
             Source::Container { url } => self.container(client, url).await.map(Some),
+            Source::Sso {
+                profile,
+                session,
+                region,
+                account_id,
+                role_name,
+            } => self
+                .sso(client, profile, session, region, account_id, role_name)
+                .await
+                .map(Some),
+            Source::Process { profile, command } => {
+                let (profile, command) = (profile.clone(), command.clone());
+                tokio::task::spawn_blocking(move || process(&profile, &command))
+                    .await
+                    .map_err(|e| format!("the credential_process did not finish: {e}"))?
+                    .map(Some)
+            }
             Source::Instance { endpoint } => {
                 let keys = self.instance(client, endpoint).await;
                 if let Ok(None) = keys {
@@ -237,6 +328,110 @@ impl Chain {
                 .ok_or("AWS STS answered without a SecretAccessKey")?,
             session_token: field("SessionToken"),
             lifetime: expiration.map(left_until_epoch),
+            principal,
+        })
+    }
+
+    /// An SSO profile's keys: the token `aws sso login` cached
+    /// (`~/.aws/sso/cache/<sha1 of the session>.json`), exchanged at the
+    /// SSO portal's GetRoleCredentials.
+    async fn sso(
+        &self,
+        client: &reqwest::Client,
+        profile: &str,
+        session: &str,
+        region: &str,
+        account_id: &str,
+        role_name: &str,
+    ) -> Result<Keys, String> {
+        let login = format!("run aws sso login --profile {profile}");
+        let digest =
+            ring::digest::digest(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY, session.as_bytes());
+        let name: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+        let cache = self
+            .env
+            .home()
+            .map(|h| h.join(".aws/sso/cache").join(format!("{name}.json")))
+            .ok_or("no home directory holds the AWS SSO cache")?;
+        let text = std::fs::read_to_string(&cache).map_err(|_| {
+            format!(
+                "the AWS SSO profile {profile} has no cached login ({}); {login}",
+                cache.display()
+            )
+        })?;
+        let cached: Option<Value> = serde_json::from_str(&text).ok();
+        let token = super::text(&cached, "accessToken").ok_or_else(|| {
+            format!(
+                "the AWS SSO cache {} holds no accessToken; {login}",
+                cache.display()
+            )
+        })?;
+        let expired = super::text(&cached, "expiresAt")
+            .and_then(|at| parse_rfc3339(&at))
+            .is_some_and(|at| left_until_epoch(at).is_zero());
+        if expired {
+            return Err(format!(
+                "the AWS SSO login of profile {profile} has expired; {login}"
+            ));
+        }
+        let endpoint = self
+            .env
+            .var("AWS_ENDPOINT_URL_SSO")
+            .or_else(|| self.env.var("AWS_ENDPOINT_URL"))
+            .unwrap_or_else(|| {
+                format!(
+                    "https://portal.sso.{region}.{}",
+                    super::aws::partition_suffix(region)
+                )
+            });
+        let url = format!(
+            "{}/federation/credentials?{}",
+            endpoint.trim_end_matches('/'),
+            form(&[("role_name", role_name), ("account_id", account_id)])
+        );
+        let answer = send(
+            client.get(&url).header("x-amz-sso_bearer_token", token),
+            "the AWS SSO portal",
+        )
+        .await?;
+        let principal =
+            format!("the role {role_name} of account {account_id} (the AWS SSO profile {profile})");
+        if !answer.status.is_success() {
+            let json = answer.json();
+            let message = super::text(&json, "message").unwrap_or_else(|| said(&answer.body));
+            let fix = if answer.status.as_u16() == 403 {
+                format!(
+                    "assign the permission set {role_name} in account {account_id} to your user"
+                )
+            } else {
+                login
+            };
+            return Err(format!(
+                "the AWS SSO portal answered {} for {role_name} in account {account_id}: {}; {fix}",
+                answer.status,
+                said(&message)
+            ));
+        }
+        let role = answer
+            .json()
+            .and_then(|j| j.get("roleCredentials").cloned());
+        let field = |name: &str| {
+            role.as_ref()
+                .and_then(|r| r.get(name))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        let expiration_ms = role
+            .as_ref()
+            .and_then(|r| r.get("expiration"))
+            .and_then(Value::as_f64);
+        Ok(Keys {
+            access_key_id: field("accessKeyId")
+                .ok_or("the AWS SSO portal answered without an accessKeyId")?,
+            secret_access_key: field("secretAccessKey")
+                .ok_or("the AWS SSO portal answered without a secretAccessKey")?,
+            session_token: field("sessionToken"),
+            lifetime: expiration_ms.map(|ms| left_until_epoch(ms / 1000.0)),
             principal,
         })
     }
@@ -345,6 +540,68 @@ impl Chain {
         let principal = format!("the node's instance role {role}");
         keys_of_json(&answer.json(), principal, "the instance metadata endpoint").map(Some)
     }
+}
+
+/// A profile's `credential_process`, run through the shell as the SDKs
+/// run it: its JSON (`Version` 1) on standard output.
+fn process(profile: &str, command: &str) -> Result<Keys, String> {
+    let fix = format!("check the credential_process of the AWS profile {profile}");
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", command])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| {
+            format!(
+                "the credential_process of the AWS profile {profile} could not be run: {e}; {fix}"
+            )
+        })?;
+    let started = Instant::now();
+    while child.try_wait().ok().flatten().is_none() {
+        if started.elapsed() > PROCESS_DEADLINE {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!(
+                "the credential_process of the AWS profile {profile} gave nothing within {PROCESS_DEADLINE:?}; {fix}"
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let output = child
+        .wait_with_output()
+        .map_err(|e| format!("the credential_process could not be read: {e}"))?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let first = stderr
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .unwrap_or("no message");
+        return Err(format!(
+            "the credential_process of the AWS profile {profile} failed ({}): {}; {fix}",
+            output.status,
+            said(first)
+        ));
+    }
+    let json: Option<Value> = serde_json::from_slice(&output.stdout).ok();
+    if json
+        .as_ref()
+        .and_then(|j| j.get("Version"))
+        .and_then(Value::as_u64)
+        != Some(1)
+    {
+        return Err(format!(
+            "the credential_process of the AWS profile {profile} printed no JSON of Version 1; {fix}"
+        ));
+    }
+    let mut keys = keys_of_json(
+        &json,
+        format!("the IAM identity of the AWS profile {profile} (its credential_process)"),
+        "the credential_process",
+    )?;
+    keys.session_token = super::text(&json, "SessionToken");
+    Ok(keys)
 }
 
 /// Whether the SDKs would ask this container credentials URL: HTTPS, or
@@ -464,6 +721,73 @@ mod tests {
             ),
             "http://127.0.0.1:1"
         );
+    }
+
+    /// aws-config's profile provider: an SSO profile, else static keys
+    /// (the credentials file's, then the config file's), else a
+    /// `credential_process`; the config file names profiles `[profile X]`.
+    #[test]
+    fn a_profile_gives_sso_then_keys_then_a_process() {
+        let home = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(home.path().join(".aws")).unwrap();
+        let write = |file: &str, text: &str| {
+            std::fs::write(home.path().join(".aws").join(file), text).unwrap();
+        };
+        let source = |profile: &str| {
+            let home = home.path().display().to_string();
+            let vars = [
+                ("HOME", home.as_str()),
+                ("AWS_PROFILE", profile),
+                ("AWS_EC2_METADATA_DISABLED", "true"),
+            ];
+            Chain::new(Env::of(&vars), Err(String::new())).source()
+        };
+        write("config", "[profile p]\ncredential_process = vault p\n[profile q]\naws_access_key_id = A\naws_secret_access_key = B\n[profile s]\nsso_start_url = https://x/start\nsso_region = eu-west-1\nsso_account_id = 1\nsso_role_name = R\ncredential_process = never\n");
+        write(
+            "credentials",
+            "[p]\naws_access_key_id = C\naws_secret_access_key = D\n",
+        );
+        let credentials = home.path().join(".aws/credentials").display().to_string();
+        let config = home.path().join(".aws/config").display().to_string();
+        assert_eq!(
+            source("p"),
+            Some(Source::Profile {
+                file: credentials,
+                name: "p".into()
+            })
+        );
+        assert_eq!(
+            source("q"),
+            Some(Source::Profile {
+                file: config,
+                name: "q".into()
+            })
+        );
+        assert_eq!(
+            source("s"),
+            Some(Source::Sso {
+                profile: "s".into(),
+                session: "https://x/start".into(),
+                region: "eu-west-1".into(),
+                account_id: "1".into(),
+                role_name: "R".into()
+            })
+        );
+        write("credentials", "");
+        assert_eq!(
+            source("p"),
+            Some(Source::Process {
+                profile: "p".into(),
+                command: "vault p".into()
+            })
+        );
+        // Negative: a profile that is not there, or an SSO profile without its region.
+        assert_eq!(source("absent"), None);
+        write(
+            "config",
+            "[profile s]\nsso_start_url = https://x/start\nsso_account_id = 1\nsso_role_name = R\n",
+        );
+        assert_eq!(source("s"), None);
     }
 
     #[test]
