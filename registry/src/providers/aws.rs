@@ -31,21 +31,6 @@ const SUFFIXES: &[&str] = &[
     "csp.hci.ic.gov",
 ];
 
-/// The DNS suffix of the partition `region` is in, as the SDKs'
-/// partitions.json says by its `regionRegex` (aws and aws-us-gov share theirs).
-pub fn partition_suffix(region: &str) -> &'static str {
-    [
-        ("cn-", "amazonaws.com.cn"),
-        ("us-iso-", "c2s.ic.gov"),
-        ("us-isob-", "sc2s.sgov.gov"),
-        ("eu-isoe-", "cloud.adc-e.uk"),
-        ("us-isof-", "csp.hci.ic.gov"),
-    ]
-    .iter()
-    .find(|(prefix, _)| region.starts_with(prefix))
-    .map_or("amazonaws.com", |(_, suffix)| suffix)
-}
-
 /// A private ECR registry, as its host names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EcrRegistry {
@@ -337,7 +322,11 @@ mod tests {
             ("eu-isoe-west-1", "cloud.adc-e.uk"),
             ("us-isof-south-1", "csp.hci.ic.gov"),
         ] {
-            assert_eq!(partition_suffix(region), suffix, "{region}");
+            assert_eq!(
+                super::super::aws_identity::partition_suffix(region),
+                suffix,
+                "{region}"
+            );
             assert!(SUFFIXES.contains(&suffix));
         }
         assert_eq!(

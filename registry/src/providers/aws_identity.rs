@@ -67,6 +67,21 @@ pub enum Source {
     Instance { endpoint: String },
 }
 
+/// The DNS suffix of the partition `region` is in, as the SDKs'
+/// partitions.json says by its `regionRegex` (aws and aws-us-gov share theirs).
+pub fn partition_suffix(region: &str) -> &'static str {
+    [
+        ("cn-", "amazonaws.com.cn"),
+        ("us-iso-", "c2s.ic.gov"),
+        ("us-isob-", "sc2s.sgov.gov"),
+        ("eu-isoe-", "cloud.adc-e.uk"),
+        ("us-isof-", "csp.hci.ic.gov"),
+    ]
+    .iter()
+    .find(|(prefix, _)| region.starts_with(prefix))
+    .map_or("amazonaws.com", |(_, suffix)| suffix)
+}
+
 /// The credential chain.
 pub struct Chain {
     env: Env,
@@ -378,12 +393,7 @@ impl Chain {
             .env
             .var("AWS_ENDPOINT_URL_SSO")
             .or_else(|| self.env.var("AWS_ENDPOINT_URL"))
-            .unwrap_or_else(|| {
-                format!(
-                    "https://portal.sso.{region}.{}",
-                    super::aws::partition_suffix(region)
-                )
-            });
+            .unwrap_or_else(|| format!("https://portal.sso.{region}.{}", partition_suffix(region)));
         let url = format!(
             "{}/federation/credentials?{}",
             endpoint.trim_end_matches('/'),
@@ -451,7 +461,7 @@ impl Chain {
             .var("AWS_REGION")
             .or_else(|| self.env.var("AWS_DEFAULT_REGION"))
             .unwrap_or_else(|| region.to_string());
-        let suffix = super::aws::partition_suffix(&region);
+        let suffix = partition_suffix(&region);
         format!("https://sts.{region}.{suffix}/")
     }
 
