@@ -113,18 +113,7 @@ fn token(state: &State<GceFailure>, registry: &AuthRegistry) -> Answer {
     if let Err(e) = set {
         return text(500, &e.to_string());
     }
-    let expires_in = issued
-        .expires_at
-        .duration_since(issued.issued_at)
-        .unwrap_or_default()
-        .as_secs();
-    answer(
-        200,
-        "application/json",
-        json!({"access_token": issued.token, "expires_in": expires_in, "token_type": "Bearer"})
-            .to_string()
-            .into_bytes(),
-    )
+    token_answer(&issued, "application/json")
 }
 
 /// How the token endpoint refuses.
@@ -230,6 +219,11 @@ fn oauth(
     if let Err(e) = registry.set_password_until(GCP_USER, &issued.token, issued.expires_at) {
         return text(500, &e.to_string());
     }
+    token_answer(&issued, "application/json; charset=utf-8")
+}
+
+/// An OAuth access token answer, as `content_type`.
+fn token_answer(issued: &super::tokens::Issued, content_type: &str) -> Answer {
     let expires_in = issued
         .expires_at
         .duration_since(issued.issued_at)
@@ -237,7 +231,7 @@ fn oauth(
         .as_secs();
     answer(
         200,
-        "application/json; charset=utf-8",
+        content_type,
         json!({"access_token": issued.token, "expires_in": expires_in, "token_type": "Bearer"})
             .to_string()
             .into_bytes(),

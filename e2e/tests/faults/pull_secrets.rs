@@ -47,15 +47,19 @@ fn published(api: &FakeApi) -> serde_json::Map<String, Value> {
         .collect()
 }
 
+/// The CLI and a registry behind htpasswd under `registry.other.test`;
+/// `None` after a visible skip outside CI.
+fn prepare() -> Option<(std::path::PathBuf, AuthRegistry)> {
+    let cli = cli_binary().unwrap()?;
+    if !cloud_hosts_ready().unwrap() {
+        return None;
+    }
+    Some((cli, AuthRegistry::start().unwrap()?))
+}
+
 #[test]
 fn each_namespace_reads_its_images_with_its_own_pull_secrets() {
-    let Some(cli) = cli_binary().unwrap() else {
-        return;
-    };
-    if !cloud_hosts_ready().unwrap() {
-        return;
-    }
-    let Some(registry) = AuthRegistry::start().unwrap() else {
+    let Some((cli, registry)) = prepare() else {
         return;
     };
     for (repository, os, version) in [
@@ -239,13 +243,7 @@ fn each_namespace_reads_its_images_with_its_own_pull_secrets() {
 /// it. Lookups with a pull Secret are counted as such in `/metrics`.
 #[test]
 fn a_namespace_that_starts_pulling_an_image_has_it_read_again_with_its_own_secret() {
-    let Some(cli) = cli_binary().unwrap() else {
-        return;
-    };
-    if !cloud_hosts_ready().unwrap() {
-        return;
-    }
-    let Some(registry) = AuthRegistry::start().unwrap() else {
+    let Some((cli, registry)) = prepare() else {
         return;
     };
     registry

@@ -556,45 +556,12 @@ impl Chain {
 /// run it: its JSON (`Version` 1) on standard output.
 fn process(profile: &str, command: &str) -> Result<Keys, String> {
     let fix = format!("check the credential_process of the AWS profile {profile}");
-    let mut child = std::process::Command::new("sh")
-        .args(["-c", command])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .map_err(|e| {
-            format!(
-                "the credential_process of the AWS profile {profile} could not be run: {e}; {fix}"
-            )
-        })?;
-    let started = Instant::now();
-    while child.try_wait().ok().flatten().is_none() {
-        if started.elapsed() > PROCESS_DEADLINE {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(format!(
-                "the credential_process of the AWS profile {profile} gave nothing within {PROCESS_DEADLINE:?}; {fix}"
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let output = child
-        .wait_with_output()
-        .map_err(|e| format!("the credential_process could not be read: {e}"))?;
-    if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let first = stderr
-            .lines()
-            .map(str::trim)
-            .find(|l| !l.is_empty())
-            .unwrap_or("no message");
-        return Err(format!(
-            "the credential_process of the AWS profile {profile} failed ({}): {}; {fix}",
-            output.status,
-            said(first)
-        ));
-    }
-    let json: Option<Value> = serde_json::from_slice(&output.stdout).ok();
+    let mut shell = std::process::Command::new("sh");
+    shell.args(["-c", command]);
+    let stdout = super::run(shell, PROCESS_DEADLINE).map_err(|why| {
+        format!("the credential_process of the AWS profile {profile} {why}; {fix}")
+    })?;
+    let json: Option<Value> = serde_json::from_slice(&stdout).ok();
     if json
         .as_ref()
         .and_then(|j| j.get("Version"))

@@ -9,8 +9,8 @@
 //! Entra ID token instead, as azure-identity's `AzureCliCredential` asks it.
 
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -215,9 +215,10 @@ impl Acr {
         if let Some(tenant) = self.env.var("AZURE_TENANT_ID") {
             command.args(["--tenant", &tenant]);
         }
-        let output = tokio::task::spawn_blocking(move || run(command, CLI_DEADLINE))
+        let output = tokio::task::spawn_blocking(move || super::run(command, CLI_DEADLINE))
             .await
-            .map_err(|e| format!("the Azure CLI did not finish: {e}"))??;
+            .map_err(|e| format!("the Azure CLI did not finish: {e}"))?
+            .map_err(|why| format!("the Azure CLI {why}; run az login"))?;
         let json: Option<Value> = serde_json::from_slice(&output).ok();
         let text = |name: &str| super::text(&json, name);
         let aad = text("accessToken")
@@ -253,49 +254,6 @@ struct Who {
     grantee: String,
     /// Where the credentials come from, in words.
     origin: String,
-}
-
-/// Runs `command` for its standard output, killed after `deadline`.
-fn run(mut command: Command, deadline: Duration) -> Result<Vec<u8>, String> {
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("the Azure CLI could not be run: {e}"))?;
-    let started = Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if started.elapsed() < deadline => {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!(
-                    "the Azure CLI gave no token within {deadline:?}; run az account get-access-token to see why"
-                ));
-            }
-        }
-    }
-    let output = child
-        .wait_with_output()
-        .map_err(|e| format!("the Azure CLI could not be read: {e}"))?;
-    if output.status.success() {
-        return Ok(output.stdout);
-    }
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let first = stderr
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("no message");
-    Err(format!(
-        "the Azure CLI gave no token ({}): {}; run az login",
-        output.status,
-        said(first)
-    ))
 }
 
 /// Entra ID's token `aad` for `who`, exchanged at the registry's

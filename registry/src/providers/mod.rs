@@ -357,3 +357,39 @@ fn service_account_of(token: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests;
+
+/// Runs a helper command a laptop's login keeps its tokens behind (`az`,
+/// an AWS `credential_process`), stdin closed, killed after `deadline`:
+/// its standard output, or why it gave none, in words that follow its
+/// name ("failed (exit status: 1): <its first line on stderr>").
+fn run(mut command: std::process::Command, deadline: Duration) -> Result<Vec<u8>, String> {
+    use std::process::Stdio;
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("could not be run: {e}"))?;
+    let started = Instant::now();
+    while child.try_wait().ok().flatten().is_none() {
+        if started.elapsed() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("gave nothing within {deadline:?}"));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let output = child
+        .wait_with_output()
+        .map_err(|e| format!("could not be read: {e}"))?;
+    if output.status.success() {
+        return Ok(output.stdout);
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let first = stderr
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("no message");
+    Err(format!("failed ({}): {}", output.status, said(first)))
+}
