@@ -692,6 +692,75 @@ fn ecr_is_read_with_an_aws_sso_profile_and_a_credential_process() {
     assert!(!why.contains(&user.secret_access_key));
 }
 
+/// A role profile (`role_arn` with `source_profile`): the source's static
+/// keys sign `sts:AssumeRole` (checked by the fake STS with the AWS
+/// SigV4 rules), and the role's keys sign GetAuthorizationToken.
+#[test]
+fn ecr_is_read_with_a_role_an_aws_profile_assumes() {
+    let Some((registry, dir)) = setup() else {
+        return;
+    };
+    let keys = KeyRing::new();
+    let base = keys.add_static(ACCOUNT, "developer");
+    let unused = dir.path().join("no-web-identity-token");
+    let sts = FakeSts::start(&keys, ROLE, &unused).unwrap();
+    let ecr_registry = EcrRegistry::new(ACCOUNT, "us-east-1", &registry);
+    let host = format!("{}:{}", ecr_registry.host(), registry.port());
+    let image = format!("{host}/billing/api:4.2");
+    let ecr = FakeEcr::start(&keys, &[ecr_registry]).unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(home.join(".aws")).unwrap();
+    std::fs::write(
+        home.join(".aws/credentials"),
+        format!(
+            "[base]\naws_access_key_id = {}\naws_secret_access_key = {}\n",
+            base.access_key_id, base.secret_access_key
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        home.join(".aws/config"),
+        format!("[profile deploy]\nrole_arn = {ROLE}\nsource_profile = base\nrole_session_name = laptop\n"),
+    )
+    .unwrap();
+    let (home, sts_url, ecr_url) = (home.display().to_string(), sts.url(), ecr.url());
+    let env = [
+        ("HOME", home.as_str()),
+        ("AWS_PROFILE", "deploy"),
+        ("AWS_ENDPOINT_URL_STS", sts_url.as_str()),
+        ("AWS_ENDPOINT_URL_ECR", ecr_url.as_str()),
+        ("AWS_EC2_METADATA_DISABLED", "true"),
+    ];
+    assert!(
+        platforms_of(&read(&resolver_for(&insecure(&host), &env), &image))
+            .contains("10.0.20348.2113")
+    );
+    // STS was asked once, signed with the base profile's key; ECR with the role's.
+    let asked = sts.seen();
+    assert_eq!(asked.len(), 1);
+    let authorization = asked[0]
+        .header("authorization")
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        authorization.contains(&base.access_key_id),
+        "{authorization}"
+    );
+    let role_key = sts.issued()[0].token.clone();
+    assert!(ecr.seen().iter().all(|r| r
+        .header("authorization")
+        .unwrap_or_default()
+        .contains(&role_key)));
+
+    // Not trusted: STS's words, and which trust policy to change.
+    sts.set_failure(Some(StsFailure::AccessDenied));
+    let why = failure(read(&resolver_for(&insecure(&host), &env), &image));
+    assert!(why.contains("AssumeRole for arn:aws:iam::123456789012:role/os-placement-facts-sync (the AWS profile deploy) failed: AccessDenied"), "{why}");
+    let fix = format!("; let the trust policy of {ROLE} allow sts:AssumeRole for the IAM identity of the AWS profile base ({home}/.aws/credentials)");
+    assert!(why.ends_with(&fix), "{why}");
+    assert!(!why.contains(&base.secret_access_key));
+}
+
 #[test]
 fn pod_identity_refusals_are_said_in_the_agents_words() {
     let Some((registry, dir)) = setup() else {

@@ -139,7 +139,8 @@ pub enum StsFailure {
     ExpiredToken,
 }
 
-/// A fake STS (`AWS_ENDPOINT_URL_STS`), answering `AssumeRoleWithWebIdentity`.
+/// A fake STS (`AWS_ENDPOINT_URL_STS`), answering `AssumeRoleWithWebIdentity`
+/// and `AssumeRole` (SigV4-signed by keys of the ring).
 pub type FakeSts = FakeService<StsFailure>;
 
 /// STS's default session length.
@@ -182,6 +183,16 @@ fn sts(
     let mut params = request.query.clone();
     params.extend(super::tokens::form(&request.body));
     let param = |name: &str| super::tokens::field(&params, name).unwrap_or_default();
+    if param("Action") == "AssumeRole" && param("Version") == "2011-06-15" {
+        return assume_role(
+            state,
+            request,
+            keys,
+            role_arn,
+            param("RoleArn"),
+            param("RoleSessionName"),
+        );
+    }
     if param("Action") != "AssumeRoleWithWebIdentity" || param("Version") != "2011-06-15" {
         let message = format!(
             "Could not find operation {} for version {}",
@@ -253,6 +264,92 @@ fn sts(
     <RequestId>{}</RequestId>
   </ResponseMetadata>
 </AssumeRoleWithWebIdentityResponse>
+",
+        random_hex(16).to_ascii_uppercase(),
+        minted.access_key_id,
+        minted.secret_access_key,
+        minted.session_token.unwrap_or_default(),
+        iso8601(issued.expires_at),
+        request_id()
+    );
+    Answer::ok("text/xml", body.into_bytes())
+}
+
+/// `AssumeRole` of `asked` (trusted when it is `role_arn`), signed with
+/// keys of the ring for service `sts`.
+fn assume_role(
+    state: &State<StsFailure>,
+    request: &Request,
+    keys: &KeyRing,
+    role_arn: &str,
+    asked: &str,
+    session: &str,
+) -> Answer {
+    let invalid = || {
+        sts_error(
+            403,
+            "InvalidClientTokenId",
+            "The security token included in the request is invalid.",
+        )
+    };
+    let Some(signed) = request
+        .header("authorization")
+        .and_then(|a| super::sigv4::parse_authorization(a).ok())
+    else {
+        return sts_error(
+            403,
+            "MissingAuthenticationToken",
+            "Request is missing Authentication Token",
+        );
+    };
+    let Some(caller) = keys.find(&signed.access_key_id) else {
+        return invalid();
+    };
+    if request.header("x-amz-security-token") != caller.session_token.as_deref()
+        || !caller.valid_at(SystemTime::now())
+    {
+        return invalid();
+    }
+    if super::sigv4::verify(request, &caller.secret_access_key).is_err() || signed.service != "sts"
+    {
+        return sts_error(
+            403,
+            "SignatureDoesNotMatch",
+            "The request signature we calculated does not match the signature you provided.",
+        );
+    }
+    let (account, role) = account_and_role(role_arn);
+    if state.failure() == Some(StsFailure::AccessDenied) || asked != role_arn {
+        let message = format!(
+            "User: {} is not authorized to perform: sts:AssumeRole on resource: {asked}",
+            caller.principal
+        );
+        return sts_error(403, "AccessDenied", &message);
+    }
+    if session.is_empty() {
+        return sts_error(400, "ValidationError", "1 validation error detected: Value null at 'roleSessionName' failed to satisfy constraint: Member must not be null");
+    }
+    let issued = state.issue(temporary_key_id());
+    let principal = format!("arn:aws:sts::{account}:assumed-role/{role}/{session}");
+    let minted = keys.mint(&account, principal.clone(), &issued);
+    let body = format!(
+        "<AssumeRoleResponse xmlns=\"https://sts.amazonaws.com/doc/2011-06-15/\">
+  <AssumeRoleResult>
+    <AssumedRoleUser>
+      <Arn>{principal}</Arn>
+      <AssumedRoleId>AROA{}:{session}</AssumedRoleId>
+    </AssumedRoleUser>
+    <Credentials>
+      <AccessKeyId>{}</AccessKeyId>
+      <SecretAccessKey>{}</SecretAccessKey>
+      <SessionToken>{}</SessionToken>
+      <Expiration>{}</Expiration>
+    </Credentials>
+  </AssumeRoleResult>
+  <ResponseMetadata>
+    <RequestId>{}</RequestId>
+  </ResponseMetadata>
+</AssumeRoleResponse>
 ",
         random_hex(16).to_ascii_uppercase(),
         minted.access_key_id,

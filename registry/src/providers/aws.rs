@@ -6,15 +6,12 @@
 //! `public.ecr.aws` is not among these hosts: its token service gives
 //! anonymous tokens.
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
-use aws_credential_types::Credentials as AwsKeys;
-use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SigningSettings};
-use aws_sigv4::sign::v4;
 use base64::Engine;
 use serde_json::Value;
 
-use super::aws_identity::{Chain, Keys, Source};
+use super::aws_identity::{sign_request, Chain, Keys, Source};
 use super::{said, send, Env, Lent, TokenCache};
 use crate::distribution::Credentials;
 
@@ -222,53 +219,11 @@ fn signed_headers(
     endpoint: &str,
     body: &str,
 ) -> Result<Vec<(String, String)>, String> {
-    let url = reqwest::Url::parse(endpoint).map_err(|e| format!("ECR endpoint {endpoint}: {e}"))?;
-    let host = match (url.host_str(), url.port()) {
-        (Some(host), Some(port)) => format!("{host}:{port}"),
-        (Some(host), None) => host.to_string(),
-        (None, _) => return Err(format!("ECR endpoint {endpoint} names no host")),
-    };
-    let mut headers = vec![
-        ("host".to_string(), host),
-        (
-            "content-type".to_string(),
-            "application/x-amz-json-1.1".to_string(),
-        ),
-        ("x-amz-target".to_string(), TARGET.to_string()),
+    let headers = [
+        ("content-type", "application/x-amz-json-1.1"),
+        ("x-amz-target", TARGET),
     ];
-    let identity = AwsKeys::new(
-        keys.access_key_id.clone(),
-        keys.secret_access_key.clone(),
-        keys.session_token.clone(),
-        None,
-        "os-placement",
-    )
-    .into();
-    let params = v4::SigningParams::builder()
-        .identity(&identity)
-        .region(region)
-        .name("ecr")
-        .time(SystemTime::now())
-        .settings(SigningSettings::default())
-        .build()
-        .map_err(|e| format!("cannot sign for ECR: {e}"))?
-        .into();
-    let signable = SignableRequest::new(
-        "POST",
-        endpoint,
-        headers.iter().map(|(n, v)| (n.as_str(), v.as_str())),
-        SignableBody::Bytes(body.as_bytes()),
-    )
-    .map_err(|e| format!("cannot sign for ECR: {e}"))?;
-    let (instructions, _) = sign(signable, &params)
-        .map_err(|e| format!("cannot sign for ECR: {e}"))?
-        .into_parts();
-    // reqwest sets Host itself, from the URL.
-    headers.retain(|(name, _)| name != "host");
-    for (name, value) in instructions.headers() {
-        headers.push((name.to_string(), value.to_string()));
-    }
-    Ok(headers)
+    sign_request(keys, region, "ecr", endpoint, &headers, body)
 }
 
 #[cfg(test)]

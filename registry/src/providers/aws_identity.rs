@@ -5,8 +5,9 @@
 //! Identity's agent, or ECS), then the instance's role through IMDSv2 (the
 //! node role). A profile gives keys as the SDKs' profile provider does:
 //! an IAM Identity Center (SSO) login's cached token exchanged at the SSO
-//! portal, static keys, or a `credential_process`; an assume-role profile
-//! (`role_arn`) is not read.
+//! portal, static keys, or a `credential_process`; or, with `role_arn`, the
+//! keys of that role, assumed at STS with those of its `source_profile`
+//! (or its `credential_source`).
 
 use std::net::IpAddr;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -25,6 +26,9 @@ const IMDS_TIMEOUT: Duration = Duration::from_secs(1);
 const ECS_HOST: &str = "http://169.254.170.2";
 /// The longest a profile's `credential_process` may take.
 const PROCESS_DEADLINE: Duration = Duration::from_secs(30);
+/// How many `source_profile` links a role profile may follow (the SDKs
+/// refuse a loop; this bounds one).
+const SOURCE_DEPTH: usize = 4;
 
 /// Keys for signing, how long they last, and whose they are.
 pub struct Keys {
@@ -56,6 +60,15 @@ pub enum Source {
     },
     /// A profile's `credential_process`, run through the shell.
     Process { profile: String, command: String },
+    /// A profile's `role_arn`, assumed at STS (`AssumeRole`, signed with
+    /// the keys of its source).
+    AssumeRole {
+        profile: String,
+        role_arn: String,
+        source: Box<Source>,
+        session_name: Option<String>,
+        external_id: Option<String>,
+    },
     /// IRSA: AWS_ROLE_ARN and AWS_WEB_IDENTITY_TOKEN_FILE.
     WebIdentity {
         role_arn: String,
@@ -80,6 +93,70 @@ pub fn partition_suffix(region: &str) -> &'static str {
     .iter()
     .find(|(prefix, _)| region.starts_with(prefix))
     .map_or("amazonaws.com", |(_, suffix)| suffix)
+}
+
+/// A role a profile assumes.
+struct Role<'a> {
+    profile: &'a str,
+    role_arn: &'a str,
+    session_name: Option<&'a str>,
+    external_id: Option<&'a str>,
+}
+
+/// The headers of a request to `endpoint` for AWS `service` with `body`
+/// and `headers`, SigV4 signature included (by the AWS SDK's signer).
+pub fn sign_request(
+    keys: &Keys,
+    region: &str,
+    service: &str,
+    endpoint: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Result<Vec<(String, String)>, String> {
+    use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SigningSettings};
+    let url = reqwest::Url::parse(endpoint).map_err(|e| format!("endpoint {endpoint}: {e}"))?;
+    let host = match (url.host_str(), url.port()) {
+        (Some(host), Some(port)) => format!("{host}:{port}"),
+        (Some(host), None) => host.to_string(),
+        (None, _) => return Err(format!("endpoint {endpoint} names no host")),
+    };
+    let mut all: Vec<(String, String)> = std::iter::once(("host".to_string(), host))
+        .chain(headers.iter().map(|(n, v)| (n.to_string(), v.to_string())))
+        .collect();
+    let identity = aws_credential_types::Credentials::new(
+        keys.access_key_id.clone(),
+        keys.secret_access_key.clone(),
+        keys.session_token.clone(),
+        None,
+        "os-placement",
+    )
+    .into();
+    let cannot = |e: &dyn std::fmt::Display| format!("cannot sign for {service}: {e}");
+    let params = aws_sigv4::sign::v4::SigningParams::builder()
+        .identity(&identity)
+        .region(region)
+        .name(service)
+        .time(SystemTime::now())
+        .settings(SigningSettings::default())
+        .build()
+        .map_err(|e| cannot(&e))?
+        .into();
+    let signable = SignableRequest::new(
+        "POST",
+        endpoint,
+        all.iter().map(|(n, v)| (n.as_str(), v.as_str())),
+        SignableBody::Bytes(body.as_bytes()),
+    )
+    .map_err(|e| cannot(&e))?;
+    let (instructions, _) = sign(signable, &params)
+        .map_err(|e| cannot(&e))?
+        .into_parts();
+    // reqwest sets Host itself, from the URL.
+    all.retain(|(name, _)| name != "host");
+    for (name, value) in instructions.headers() {
+        all.push((name.to_string(), value.to_string()));
+    }
+    Ok(all)
 }
 
 /// The credential chain.
@@ -151,6 +228,11 @@ impl Chain {
             .env
             .var("AWS_PROFILE")
             .unwrap_or_else(|| "default".into());
+        self.profile_named(name, 0)
+    }
+
+    /// The profile `name`, `depth` `source_profile` links in.
+    fn profile_named(&self, name: String, depth: usize) -> Option<Source> {
         let home = |path: &str| self.env.home().map(|h| h.join(path).display().to_string());
         let credentials_file = self
             .env
@@ -171,6 +253,45 @@ impl Chain {
         let mut config = profile_section(&config_text, &format!("profile {name}"));
         if config.is_empty() && name == "default" {
             config = profile_section(&config_text, "default");
+        }
+        if let Some(role_arn) = config
+            .get("role_arn")
+            .or_else(|| credentials.get("role_arn"))
+        {
+            let source = match config.get("credential_source").map(String::as_str) {
+                Some("Environment") => Source::Environment,
+                Some("EcsContainer") => Source::Container {
+                    url: self
+                        .env
+                        .var("AWS_CONTAINER_CREDENTIALS_FULL_URI")
+                        .or_else(|| {
+                            self.env
+                                .var("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")
+                                .map(|r| format!("{ECS_HOST}{r}"))
+                        })?,
+                },
+                Some("Ec2InstanceMetadata") => Source::Instance {
+                    endpoint: self
+                        .env
+                        .var("AWS_EC2_METADATA_SERVICE_ENDPOINT")
+                        .unwrap_or_else(|| "http://169.254.169.254".to_string()),
+                },
+                Some(_) => return None,
+                None if depth >= SOURCE_DEPTH => return None,
+                None => {
+                    let from = config
+                        .get("source_profile")
+                        .or_else(|| credentials.get("source_profile"))?;
+                    self.profile_named(from.clone(), depth + 1)?
+                }
+            };
+            return Some(Source::AssumeRole {
+                profile: name,
+                role_arn: role_arn.clone(),
+                source: Box::new(source),
+                session_name: config.get("role_session_name").cloned(),
+                external_id: config.get("external_id").cloned(),
+            });
         }
         if let (Some(account_id), Some(role_name)) =
             (config.get("sso_account_id"), config.get("sso_role_name"))
@@ -261,6 +382,25 @@ impl Chain {
                 .sso(client, profile, session, region, account_id, role_name)
                 .await
                 .map(Some),
+            Source::AssumeRole {
+                profile,
+                role_arn,
+                source,
+                session_name,
+                external_id,
+            } => {
+                // Its source's keys first (boxed: a source may be a role too).
+                let Some(keys) = Box::pin(self.keys(source, region)).await? else {
+                    return Ok(None);
+                };
+                let role = Role {
+                    profile,
+                    role_arn,
+                    session_name: session_name.as_deref(),
+                    external_id: external_id.as_deref(),
+                };
+                self.assume_role(&keys, &role, region).await.map(Some)
+            }
             Source::Process { profile, command } => {
                 let (profile, command) = (profile.clone(), command.clone());
                 tokio::task::spawn_blocking(move || process(&profile, &command))
@@ -443,6 +583,79 @@ impl Chain {
             session_token: field("sessionToken"),
             lifetime: expiration_ms.map(|ms| left_until_epoch(ms / 1000.0)),
             principal,
+        })
+    }
+
+    /// A role profile's keys: `sts:AssumeRole`, signed with its source's.
+    async fn assume_role(
+        &self,
+        keys: &Keys,
+        role: &Role<'_>,
+        region: &str,
+    ) -> Result<Keys, String> {
+        let client = self.client.as_ref().map_err(Clone::clone)?;
+        let endpoint = self.sts_endpoint(region);
+        let region = self
+            .env
+            .var("AWS_REGION")
+            .or_else(|| self.env.var("AWS_DEFAULT_REGION"))
+            .unwrap_or_else(|| region.to_string());
+        let millis = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_millis();
+        let session = role
+            .session_name
+            .map_or_else(|| format!("os-placement-{millis}"), str::to_string);
+        let mut pairs = vec![
+            ("Action", "AssumeRole"),
+            ("Version", "2011-06-15"),
+            ("RoleArn", role.role_arn),
+            ("RoleSessionName", session.as_str()),
+        ];
+        if let Some(external_id) = role.external_id {
+            pairs.push(("ExternalId", external_id));
+        }
+        let body = form(&pairs);
+        let content_type = "application/x-www-form-urlencoded; charset=utf-8";
+        let headers = sign_request(
+            keys,
+            &region,
+            "sts",
+            &endpoint,
+            &[("content-type", content_type)],
+            &body,
+        )?;
+        let mut request = client.post(&endpoint).body(body);
+        for (name, value) in headers {
+            request = request.header(name, value);
+        }
+        let answer = send(request, "AWS STS").await?;
+        let role_arn = role.role_arn;
+        if !answer.status.is_success() {
+            let code = xml_text(&answer.body, "Code").unwrap_or_else(|| answer.status.to_string());
+            let message = xml_text(&answer.body, "Message").unwrap_or_else(|| said(&answer.body));
+            return Err(format!(
+                "AWS STS AssumeRole for {role_arn} (the AWS profile {}) failed: {code}: {}; let the trust policy of {role_arn} allow sts:AssumeRole for {}",
+                role.profile,
+                said(&message),
+                keys.principal
+            ));
+        }
+        let field = |tag: &str| xml_text(&answer.body, tag);
+        let expiration = field("Expiration").and_then(|e| parse_rfc3339(&e));
+        let lifetime = expiration.map(left_until_epoch);
+        Ok(Keys {
+            access_key_id: field("AccessKeyId").ok_or("AWS STS answered without an AccessKeyId")?,
+            secret_access_key: field("SecretAccessKey")
+                .ok_or("AWS STS answered without a SecretAccessKey")?,
+            session_token: field("SessionToken"),
+            // Not past the keys that asked for them.
+            lifetime: match (lifetime, keys.lifetime) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
+            principal: format!("the role {role_arn} (the AWS profile {})", role.profile),
         })
     }
 
@@ -765,6 +978,48 @@ mod tests {
             "[profile s]\nsso_start_url = https://x/start\nsso_account_id = 1\nsso_role_name = R\n",
         );
         assert_eq!(source("s"), None);
+    }
+
+    /// A role profile's source: another profile (followed, a loop cut
+    /// after a few links) or a `credential_source`.
+    #[test]
+    fn a_role_profile_is_assumed_with_its_source() {
+        let home = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(home.path().join(".aws")).unwrap();
+        std::fs::write(
+            home.path().join(".aws/config"),
+            "[profile role]\nrole_arn = arn:r\nsource_profile = base\nexternal_id = x\n[profile base]\naws_access_key_id = A\naws_secret_access_key = B\n[profile env]\nrole_arn = arn:e\ncredential_source = Environment\n[profile a]\nrole_arn = arn:a\nsource_profile = b\n[profile b]\nrole_arn = arn:b\nsource_profile = a\n[profile odd]\nrole_arn = arn:o\ncredential_source = Elsewhere\n",
+        )
+        .unwrap();
+        let source = |profile: &str| {
+            let home = home.path().display().to_string();
+            let vars = [
+                ("HOME", home.as_str()),
+                ("AWS_PROFILE", profile),
+                ("AWS_EC2_METADATA_DISABLED", "true"),
+            ];
+            Chain::new(Env::of(&vars), Err(String::new())).source()
+        };
+        let config = home.path().join(".aws/config").display().to_string();
+        assert_eq!(
+            source("role"),
+            Some(Source::AssumeRole {
+                profile: "role".into(),
+                role_arn: "arn:r".into(),
+                source: Box::new(Source::Profile {
+                    file: config,
+                    name: "base".into()
+                }),
+                session_name: None,
+                external_id: Some("x".into()),
+            })
+        );
+        assert!(
+            matches!(source("env"), Some(Source::AssumeRole { source, .. }) if *source == Source::Environment)
+        );
+        // Negative: a loop, and a credential_source the SDKs do not know.
+        assert_eq!(source("a"), None);
+        assert_eq!(source("odd"), None);
     }
 
     #[test]
