@@ -173,7 +173,8 @@ impl Keyring {
     }
 
     /// Whether it holds no credentials.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 

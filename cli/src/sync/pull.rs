@@ -105,9 +105,6 @@ pub struct PullSecrets {
     flights: Mutex<HashMap<(&'static str, String, String), Flight>>,
 }
 
-/// What the pulls of one namespace read.
-type Outcome = ImageFacts;
-
 /// One read: the credentials (user, password) tried in turn, or, where
 /// they could not be read, the namespace and why.
 type ReadKey = Result<Vec<(String, String)>, (String, String)>;
@@ -127,12 +124,7 @@ impl PullSecrets {
     }
 
     /// The lock of one object's read.
-    fn flight(
-        &self,
-        kind: &'static str,
-        namespace: &str,
-        name: &str,
-    ) -> Arc<tokio::sync::Mutex<()>> {
+    fn flight(&self, kind: &'static str, namespace: &str, name: &str) -> Flight {
         let mut flights = self.flights.lock().unwrap_or_else(|p| p.into_inner());
         if flights.len() >= KEPT {
             flights.retain(|_, lock| Arc::strong_count(lock) > 1);
@@ -174,10 +166,9 @@ impl PullSecrets {
                 .1
                 .insert(pull.namespace.clone());
         }
-        let mut outcomes: Vec<(Outcome, BTreeSet<String>)> = Vec::new();
+        let mut outcomes: Vec<(ImageFacts, BTreeSet<String>)> = Vec::new();
         for (_, (candidates, namespaces)) in reads {
             let reading = match candidates {
-                Ok(all) if all.is_empty() => resolver.resolve_with(image, None).await,
                 Ok(all) => read_with(resolver, image, all).await,
                 Err(why) => Reading {
                     facts: ImageFacts::LookupFailed(why),
@@ -228,18 +219,13 @@ impl PullSecrets {
 
     /// The keyring of Secret `namespace/name`.
     async fn secret(&self, namespace: &str, name: &str) -> Read<Keyring> {
-        if let Some(kept) = kept(&self.secrets, namespace, name) {
-            return kept;
-        }
-        let flight = self.flight("Secret", namespace, name);
-        let _reading = flight.lock().await;
-        if let Some(kept) = kept(&self.secrets, namespace, name) {
-            return kept;
-        }
-        let api: Api<Secret> = Api::namespaced(self.client.clone(), namespace);
         let origin = format!("the pull Secret {namespace}/{name}");
-        let read = match get(&api, "Secret", namespace, name).await {
-            Read::Found(secret) => {
+        self.read_kept(
+            &self.secrets,
+            "Secret",
+            namespace,
+            name,
+            |secret: Secret| {
                 let data: BTreeMap<String, Vec<u8>> = secret
                     .data
                     .unwrap_or_default()
@@ -249,30 +235,18 @@ impl PullSecrets {
                 match Keyring::from_secret(secret.type_.as_deref().unwrap_or(""), &data, &origin) {
                     Ok(keyring) => Read::Found(keyring),
                     Err(why) => Read::Failed(format!(
-                        "{origin} cannot be read: {why}; check that it is a Docker config"
+                        "{origin} cannot be read: {why}; create it again with kubectl create secret docker-registry"
                     )),
                 }
-            }
-            Read::Missing => Read::Missing,
-            Read::Failed(why) => Read::Failed(why),
-        };
-        keep(&self.secrets, namespace, name, &read);
-        read
+            },
+        )
+        .await
     }
 
     /// The Secrets ServiceAccount `namespace/name` gives its Pods.
     async fn account(&self, namespace: &str, name: &str) -> Read<Vec<String>> {
-        if let Some(kept) = kept(&self.accounts, namespace, name) {
-            return kept;
-        }
-        let flight = self.flight("ServiceAccount", namespace, name);
-        let _reading = flight.lock().await;
-        if let Some(kept) = kept(&self.accounts, namespace, name) {
-            return kept;
-        }
-        let api: Api<ServiceAccount> = Api::namespaced(self.client.clone(), namespace);
-        let read = match get(&api, "ServiceAccount", namespace, name).await {
-            Read::Found(account) => Read::Found(
+        let names = |account: ServiceAccount| {
+            Read::Found(
                 account
                     .image_pull_secrets
                     .unwrap_or_default()
@@ -280,11 +254,44 @@ impl PullSecrets {
                     .map(|s| s.name)
                     .filter(|n| !n.is_empty())
                     .collect(),
-            ),
+            )
+        };
+        self.read_kept(&self.accounts, "ServiceAccount", namespace, name, names)
+            .await
+    }
+
+    /// The `kind` object `namespace/name` as `kept` holds it, else read
+    /// once (lookups that need it meanwhile wait for that read), turned
+    /// into what is kept by `convert`, and kept.
+    async fn read_kept<K, T: Clone>(
+        &self,
+        kept_reads: &Kept<T>,
+        kind: &'static str,
+        namespace: &str,
+        name: &str,
+        convert: impl FnOnce(K) -> Read<T>,
+    ) -> Read<T>
+    where
+        K: kube::Resource<Scope = kube::core::NamespaceResourceScope, DynamicType = ()>
+            + Clone
+            + serde::de::DeserializeOwned
+            + std::fmt::Debug,
+    {
+        if let Some(read) = kept(kept_reads, namespace, name) {
+            return read;
+        }
+        let flight = self.flight(kind, namespace, name);
+        let _reading = flight.lock().await;
+        if let Some(read) = kept(kept_reads, namespace, name) {
+            return read;
+        }
+        let api: Api<K> = Api::namespaced(self.client.clone(), namespace);
+        let read = match get(&api, kind, namespace, name).await {
+            Read::Found(object) => convert(object),
             Read::Missing => Read::Missing,
             Read::Failed(why) => Read::Failed(why),
         };
-        keep(&self.accounts, namespace, name, &read);
+        keep(kept_reads, namespace, name, &read);
         read
     }
 }
@@ -366,7 +373,8 @@ fn keep<T: Clone>(kept: &Kept<T>, namespace: &str, name: &str, read: &Read<T>) {
 }
 
 /// The image read with each of `candidates` in turn until one reads it,
-/// as the kubelet tries a Pod's credentials; else the first one's failure.
+/// as the kubelet tries a Pod's credentials, else the first one's failure;
+/// with none, as the nodes would read it (the syncer's own credentials).
 async fn read_with(resolver: &Resolver, image: &str, candidates: Vec<Credentials>) -> Reading {
     let mut first = None;
     for credentials in candidates {
@@ -376,21 +384,21 @@ async fn read_with(resolver: &Resolver, image: &str, candidates: Vec<Credentials
         }
         first.get_or_insert(reading);
     }
-    first.unwrap_or(Reading {
-        facts: ImageFacts::LookupFailed(String::new()),
-        unanswered: false,
-    })
+    match first {
+        Some(failed) => failed,
+        None => resolver.resolve_with(image, None).await,
+    }
 }
 
 /// One verdict from what each group of namespaces read: the facts when
 /// they all agree; else a failure that names who read what.
-fn combine(mut outcomes: Vec<(Outcome, BTreeSet<String>)>) -> ImageFacts {
+fn combine(mut outcomes: Vec<(ImageFacts, BTreeSet<String>)>) -> ImageFacts {
     if outcomes.len() <= 1 {
         return outcomes
             .pop()
             .map_or(ImageFacts::LookupFailed(String::new()), |(facts, _)| facts);
     }
-    let failed: Vec<&(Outcome, BTreeSet<String>)> = outcomes
+    let failed: Vec<&(ImageFacts, BTreeSet<String>)> = outcomes
         .iter()
         .filter(|(o, _)| matches!(o, ImageFacts::LookupFailed(_)))
         .collect();

@@ -240,39 +240,16 @@ fn sts(
     if session.is_empty() {
         return sts_error(400, "ValidationError", "1 validation error detected: Value null at 'roleSessionName' failed to satisfy constraint: Member must not be null");
     }
-    let issued = state.issue(temporary_key_id());
-    let principal = format!("arn:aws:sts::{account}:assumed-role/{role}/{session}");
-    let minted = keys.mint(&account, principal.clone(), &issued);
-    let body = format!(
-        "<AssumeRoleWithWebIdentityResponse xmlns=\"https://sts.amazonaws.com/doc/2011-06-15/\">
-  <AssumeRoleWithWebIdentityResult>
-    <SubjectFromWebIdentityToken>system:serviceaccount:os-placement:os-placement-facts-sync</SubjectFromWebIdentityToken>
-    <Audience>sts.amazonaws.com</Audience>
-    <AssumedRoleUser>
-      <Arn>{principal}</Arn>
-      <AssumedRoleId>AROA{}:{session}</AssumedRoleId>
-    </AssumedRoleUser>
-    <Credentials>
-      <AccessKeyId>{}</AccessKeyId>
-      <SecretAccessKey>{}</SecretAccessKey>
-      <SessionToken>{}</SessionToken>
-      <Expiration>{}</Expiration>
-    </Credentials>
-    <Provider>arn:aws:iam::{account}:oidc-provider/oidc.eks.us-east-1.amazonaws.com/id/EXAMPLE</Provider>
-  </AssumeRoleWithWebIdentityResult>
-  <ResponseMetadata>
-    <RequestId>{}</RequestId>
-  </ResponseMetadata>
-</AssumeRoleWithWebIdentityResponse>
-",
-        random_hex(16).to_ascii_uppercase(),
-        minted.access_key_id,
-        minted.secret_access_key,
-        minted.session_token.unwrap_or_default(),
-        iso8601(issued.expires_at),
-        request_id()
-    );
-    Answer::ok("text/xml", body.into_bytes())
+    let provider =
+        format!("arn:aws:iam::{account}:oidc-provider/oidc.eks.us-east-1.amazonaws.com/id/EXAMPLE");
+    assumed(
+        state,
+        keys,
+        (&account, &role, session),
+        "AssumeRoleWithWebIdentity",
+        "<SubjectFromWebIdentityToken>system:serviceaccount:os-placement:os-placement-facts-sync</SubjectFromWebIdentityToken>\n    <Audience>sts.amazonaws.com</Audience>",
+        &format!("<Provider>{provider}</Provider>"),
+    )
 }
 
 /// `AssumeRole` of `asked` (trusted when it is `role_arn`), signed with
@@ -329,12 +306,34 @@ fn assume_role(
     if session.is_empty() {
         return sts_error(400, "ValidationError", "1 validation error detected: Value null at 'roleSessionName' failed to satisfy constraint: Member must not be null");
     }
+    assumed(
+        state,
+        keys,
+        (&account, &role, session),
+        "AssumeRole",
+        "",
+        "",
+    )
+}
+
+/// The answer of STS's `action` (`AssumeRole`, `AssumeRoleWithWebIdentity`):
+/// fresh keys for `role` of `account` in `session`, minted into `keys`,
+/// with the action's own elements `before` and `after` the shared ones.
+fn assumed(
+    state: &State<StsFailure>,
+    keys: &KeyRing,
+    (account, role, session): (&str, &str, &str),
+    action: &str,
+    before: &str,
+    after: &str,
+) -> Answer {
     let issued = state.issue(temporary_key_id());
     let principal = format!("arn:aws:sts::{account}:assumed-role/{role}/{session}");
-    let minted = keys.mint(&account, principal.clone(), &issued);
+    let minted = keys.mint(account, principal.clone(), &issued);
     let body = format!(
-        "<AssumeRoleResponse xmlns=\"https://sts.amazonaws.com/doc/2011-06-15/\">
-  <AssumeRoleResult>
+        "<{action}Response xmlns=\"https://sts.amazonaws.com/doc/2011-06-15/\">
+  <{action}Result>
+    {before}
     <AssumedRoleUser>
       <Arn>{principal}</Arn>
       <AssumedRoleId>AROA{}:{session}</AssumedRoleId>
@@ -345,11 +344,12 @@ fn assume_role(
       <SessionToken>{}</SessionToken>
       <Expiration>{}</Expiration>
     </Credentials>
-  </AssumeRoleResult>
+    {after}
+  </{action}Result>
   <ResponseMetadata>
     <RequestId>{}</RequestId>
   </ResponseMetadata>
-</AssumeRoleResponse>
+</{action}Response>
 ",
         random_hex(16).to_ascii_uppercase(),
         minted.access_key_id,

@@ -68,6 +68,7 @@ fn each_namespace_reads_its_images_with_its_own_pull_secrets() {
         ("team-c/app", "windows", Some("10.0.17763.5830")),
         ("team-d/app", "windows", Some("10.0.26100.1742")),
         ("team-e/app", "linux", None),
+        ("team-f/app", "linux", None),
         ("shared/app", "windows", Some("10.0.20348.2113")),
     ] {
         registry
@@ -94,6 +95,20 @@ fn each_namespace_reads_its_images_with_its_own_pull_secrets() {
         json!({"apiVersion": "v1", "kind": "ServiceAccount",
             "metadata": {"name": "builder", "namespace": "team-d"},
             "imagePullSecrets": [{"name": "builder-pull"}]}),
+        // team-f's ServiceAccount names a Secret with a stale password: its
+        // failure shows the ServiceAccount's Secret is what reads, not the
+        // Docker config (which could read it).
+        pull_secret("team-f", "builder-pull", &host, "dave", "dave-old-pw"),
+        json!({"apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": "builder", "namespace": "team-f"},
+            "imagePullSecrets": [{"name": "builder-pull"}]}),
+        workload(
+            "Deployment",
+            "team-f",
+            "f",
+            &image("team-f/app"),
+            json!({"serviceAccountName": "builder"}),
+        ),
         workload(
             "Pod",
             "team-a",
@@ -197,6 +212,11 @@ fn each_namespace_reads_its_images_with_its_own_pull_secrets() {
     assert!(text("team-a/app").contains("10.0.20348.2113"), "{log}");
     assert!(text("team-c/app").contains("10.0.17763.5830"), "{log}");
     assert!(text("team-d/app").contains("10.0.26100.1742"), "{log}");
+    let f = text("team-f/app");
+    assert!(
+        f.contains("check the user name and password in the pull Secret team-f/builder-pull"),
+        "{f}"
+    );
     // team-b's wrong password is not mended with another namespace's.
     let b = text("team-b/app");
     assert!(b.contains("401 Unauthorized"), "{b}");
@@ -234,7 +254,9 @@ fn each_namespace_reads_its_images_with_its_own_pull_secrets() {
     for (_, password) in passwords {
         assert!(!all_facts.contains(password) && !log.contains(password));
     }
-    assert!(!log.contains("bob-old-pw") && !all_facts.contains("bob-old-pw"));
+    for stale in ["bob-old-pw", "dave-old-pw"] {
+        assert!(!log.contains(stale) && !all_facts.contains(stale));
+    }
 }
 
 /// The running syncer: an image a new namespace starts pulling is read

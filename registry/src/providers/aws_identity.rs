@@ -15,7 +15,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde_json::Value;
 
 use super::clock::{left_until_epoch, parse_rfc3339};
-use super::{form, read_file, said, send, service_account_of, Env};
+use super::{form, post_form, read_file, said, send, service_account_of, Env};
 
 /// How long an unanswered instance metadata endpoint is believed absent.
 const ABSENT_FOR: Duration = Duration::from_secs(300);
@@ -436,35 +436,20 @@ impl Chain {
             .map(|sa| format!("the ServiceAccount {sa}"))
             .unwrap_or_else(|| "the syncer's ServiceAccount".into());
         let endpoint = self.sts_endpoint(region);
-        let millis = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_millis();
-        let session = self
-            .env
-            .var("AWS_ROLE_SESSION_NAME")
-            .unwrap_or_else(|| format!("os-placement-{millis}"));
-        let body = form(&[
+        let session = session_name(self.env.var("AWS_ROLE_SESSION_NAME"));
+        let pairs = [
             ("Action", "AssumeRoleWithWebIdentity"),
             ("Version", "2011-06-15"),
             ("RoleArn", role_arn),
-            ("RoleSessionName", &session),
-            ("WebIdentityToken", &token),
-        ]);
-        let answer = send(
-            client
-                .post(&endpoint)
-                .header("Content-Type", "application/x-www-form-urlencoded")
-                .body(body),
-            "AWS STS",
-        )
-        .await?;
+            ("RoleSessionName", session.as_str()),
+            ("WebIdentityToken", token.as_str()),
+        ];
+        let answer = post_form(client.post(&endpoint), &pairs, "AWS STS").await?;
         let principal = format!(
             "the role {role_arn} that {account} assumes (IRSA: its eks.amazonaws.com/role-arn annotation)"
         );
         if !answer.status.is_success() {
-            let code = xml_text(&answer.body, "Code").unwrap_or_else(|| answer.status.to_string());
-            let message = xml_text(&answer.body, "Message").unwrap_or_else(|| said(&answer.body));
+            let (code, message) = sts_refusal(&answer);
             let fix = match code.as_str() {
                 "ExpiredTokenException" => format!("check the pod's aws-iam-token volume: the token in {token_file} has expired, and the kubelet renews projected tokens"),
                 "InvalidIdentityToken" | "IDPRejectedClaim" => "register this cluster's OIDC issuer as an IAM identity provider".to_string(),
@@ -475,16 +460,7 @@ impl Chain {
                 said(&message)
             ));
         }
-        let field = |tag: &str| xml_text(&answer.body, tag);
-        let expiration = field("Expiration").and_then(|e| parse_rfc3339(&e));
-        Ok(Keys {
-            access_key_id: field("AccessKeyId").ok_or("AWS STS answered without an AccessKeyId")?,
-            secret_access_key: field("SecretAccessKey")
-                .ok_or("AWS STS answered without a SecretAccessKey")?,
-            session_token: field("SessionToken"),
-            lifetime: expiration.map(left_until_epoch),
-            principal,
-        })
+        sts_keys(&answer.body, principal)
     }
 
     /// An SSO profile's keys: the token `aws sso login` cached
@@ -600,13 +576,7 @@ impl Chain {
             .var("AWS_REGION")
             .or_else(|| self.env.var("AWS_DEFAULT_REGION"))
             .unwrap_or_else(|| region.to_string());
-        let millis = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_millis();
-        let session = role
-            .session_name
-            .map_or_else(|| format!("os-placement-{millis}"), str::to_string);
+        let session = session_name(role.session_name.map(str::to_string));
         let mut pairs = vec![
             ("Action", "AssumeRole"),
             ("Version", "2011-06-15"),
@@ -633,8 +603,7 @@ impl Chain {
         let answer = send(request, "AWS STS").await?;
         let role_arn = role.role_arn;
         if !answer.status.is_success() {
-            let code = xml_text(&answer.body, "Code").unwrap_or_else(|| answer.status.to_string());
-            let message = xml_text(&answer.body, "Message").unwrap_or_else(|| said(&answer.body));
+            let (code, message) = sts_refusal(&answer);
             return Err(format!(
                 "AWS STS AssumeRole for {role_arn} (the AWS profile {}) failed: {code}: {}; let the trust policy of {role_arn} allow sts:AssumeRole for {}",
                 role.profile,
@@ -642,21 +611,14 @@ impl Chain {
                 keys.principal
             ));
         }
-        let field = |tag: &str| xml_text(&answer.body, tag);
-        let expiration = field("Expiration").and_then(|e| parse_rfc3339(&e));
-        let lifetime = expiration.map(left_until_epoch);
-        Ok(Keys {
-            access_key_id: field("AccessKeyId").ok_or("AWS STS answered without an AccessKeyId")?,
-            secret_access_key: field("SecretAccessKey")
-                .ok_or("AWS STS answered without a SecretAccessKey")?,
-            session_token: field("SessionToken"),
-            // Not past the keys that asked for them.
-            lifetime: match (lifetime, keys.lifetime) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            },
-            principal: format!("the role {role_arn} (the AWS profile {})", role.profile),
-        })
+        let principal = format!("the role {role_arn} (the AWS profile {})", role.profile);
+        let mut assumed = sts_keys(&answer.body, principal)?;
+        // Not past the keys that asked for them.
+        assumed.lifetime = match (assumed.lifetime, keys.lifetime) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        Ok(assumed)
     }
 
     /// STS where the SDKs would reach it: its endpoint variables, else the
@@ -794,6 +756,39 @@ fn process(profile: &str, command: &str) -> Result<Keys, String> {
     Ok(keys)
 }
 
+/// `given`, else a session name of this moment (`os-placement-<ms>`).
+fn session_name(given: Option<String>) -> String {
+    given.unwrap_or_else(|| {
+        let millis = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_millis();
+        format!("os-placement-{millis}")
+    })
+}
+
+/// The code and message of an STS error answer.
+fn sts_refusal(answer: &super::Answer) -> (String, String) {
+    let code = xml_text(&answer.body, "Code").unwrap_or_else(|| answer.status.to_string());
+    let message = xml_text(&answer.body, "Message").unwrap_or_else(|| said(&answer.body));
+    (code, message)
+}
+
+/// The keys in an `AssumeRole` or `AssumeRoleWithWebIdentity` answer.
+fn sts_keys(body: &str, principal: String) -> Result<Keys, String> {
+    let field = |tag: &str| xml_text(body, tag);
+    Ok(Keys {
+        access_key_id: field("AccessKeyId").ok_or("AWS STS answered without an AccessKeyId")?,
+        secret_access_key: field("SecretAccessKey")
+            .ok_or("AWS STS answered without a SecretAccessKey")?,
+        session_token: field("SessionToken"),
+        lifetime: field("Expiration")
+            .and_then(|e| parse_rfc3339(&e))
+            .map(left_until_epoch),
+        principal,
+    })
+}
+
 /// Whether the SDKs would ask this container credentials URL: HTTPS, or
 /// HTTP to loopback, ECS's 169.254.170.2 or EKS's 169.254.170.23 / fd00:ec2::23.
 fn container_url_allowed(url: &str) -> bool {
@@ -913,6 +908,17 @@ mod tests {
         );
     }
 
+    /// The source of profile `profile` with `home` as HOME (no IMDS).
+    fn profile_source(home: &std::path::Path, profile: &str) -> Option<Source> {
+        let home = home.display().to_string();
+        let vars = [
+            ("HOME", home.as_str()),
+            ("AWS_PROFILE", profile),
+            ("AWS_EC2_METADATA_DISABLED", "true"),
+        ];
+        Chain::new(Env::of(&vars), Err(String::new())).source()
+    }
+
     /// aws-config's profile provider: an SSO profile, else static keys
     /// (the credentials file's, then the config file's), else a
     /// `credential_process`; the config file names profiles `[profile X]`.
@@ -923,15 +929,7 @@ mod tests {
         let write = |file: &str, text: &str| {
             std::fs::write(home.path().join(".aws").join(file), text).unwrap();
         };
-        let source = |profile: &str| {
-            let home = home.path().display().to_string();
-            let vars = [
-                ("HOME", home.as_str()),
-                ("AWS_PROFILE", profile),
-                ("AWS_EC2_METADATA_DISABLED", "true"),
-            ];
-            Chain::new(Env::of(&vars), Err(String::new())).source()
-        };
+        let source = |profile: &str| profile_source(home.path(), profile);
         write("config", "[profile p]\ncredential_process = vault p\n[profile q]\naws_access_key_id = A\naws_secret_access_key = B\n[profile s]\nsso_start_url = https://x/start\nsso_region = eu-west-1\nsso_account_id = 1\nsso_role_name = R\ncredential_process = never\n");
         write(
             "credentials",
@@ -991,15 +989,7 @@ mod tests {
             "[profile role]\nrole_arn = arn:r\nsource_profile = base\nexternal_id = x\n[profile base]\naws_access_key_id = A\naws_secret_access_key = B\n[profile env]\nrole_arn = arn:e\ncredential_source = Environment\n[profile a]\nrole_arn = arn:a\nsource_profile = b\n[profile b]\nrole_arn = arn:b\nsource_profile = a\n[profile odd]\nrole_arn = arn:o\ncredential_source = Elsewhere\n",
         )
         .unwrap();
-        let source = |profile: &str| {
-            let home = home.path().display().to_string();
-            let vars = [
-                ("HOME", home.as_str()),
-                ("AWS_PROFILE", profile),
-                ("AWS_EC2_METADATA_DISABLED", "true"),
-            ];
-            Chain::new(Env::of(&vars), Err(String::new())).source()
-        };
+        let source = |profile: &str| profile_source(home.path(), profile);
         let config = home.path().join(".aws/config").display().to_string();
         assert_eq!(
             source("role"),

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{form, read_file, said, send, service_account_of, Env, Lent, TokenCache};
+use super::{post_form, read_file, said, service_account_of, Env, Lent, TokenCache};
 use crate::distribution::Credentials;
 
 /// Entra ID's public cloud, when the webhook names no other.
@@ -147,7 +147,7 @@ impl Acr {
             identity.authority.trim_end_matches('/'),
             identity.tenant_id
         );
-        let body = form(&[
+        let pairs = [
             ("grant_type", "client_credentials"),
             ("client_id", &identity.client_id),
             (
@@ -156,15 +156,8 @@ impl Acr {
             ),
             ("client_assertion", &assertion),
             ("scope", scope_for(&host)),
-        ]);
-        let answer = send(
-            client
-                .post(&url)
-                .header("Content-Type", "application/x-www-form-urlencoded")
-                .body(body),
-            "Entra ID",
-        )
-        .await?;
+        ];
+        let answer = post_form(client.post(&url), &pairs, "Entra ID").await?;
         let json = answer.json();
         let text = |name: &str| super::text(&json, name);
         if !answer.status.is_success() {
@@ -270,16 +263,15 @@ async fn exchange(
         .0
         .to_ascii_lowercase();
     let scheme = if insecure { "http" } else { "https" };
-    let exchange = send(
-        registry_client
-            .post(format!("{scheme}://{registry}/oauth2/exchange"))
-            .header("Content-Type", "application/x-www-form-urlencoded")
-            .body(form(&[
-                ("grant_type", "access_token"),
-                ("service", &host),
-                ("tenant", &who.tenant),
-                ("access_token", aad),
-            ])),
+    let pairs = [
+        ("grant_type", "access_token"),
+        ("service", host.as_str()),
+        ("tenant", who.tenant.as_str()),
+        ("access_token", aad),
+    ];
+    let exchange = post_form(
+        registry_client.post(format!("{scheme}://{registry}/oauth2/exchange")),
+        &pairs,
         &format!("{registry}'s /oauth2/exchange"),
     )
     .await?;

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{read_file, said, send, Env, Lent, TokenCache};
+use super::{post_form, read_file, said, send, Env, Lent, TokenCache};
 use crate::distribution::Credentials;
 
 /// The metadata server's name on GKE and GCE.
@@ -219,14 +219,7 @@ async fn service_account_token(
         ("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"),
         ("assertion", assertion.as_str()),
     ];
-    let answer = send(
-        client
-            .post(token_uri)
-            .header("Content-Type", "application/x-www-form-urlencoded")
-            .body(super::form(&form)),
-        "Google's token endpoint",
-    )
-    .await?;
+    let answer = post_form(client.post(token_uri), &form, "Google's token endpoint").await?;
     if !answer.status.is_success() {
         return Err(format!(
             "Google's token endpoint answered {} for the service account {email} (its key in {path}): {}; check that the key is not deleted or disabled, or create a new one",
@@ -286,11 +279,9 @@ async fn login_token(
         ("client_secret", field("client_secret")),
         ("refresh_token", field("refresh_token")),
     ];
-    let answer = send(
-        client
-            .post(OAUTH_TOKEN_URL)
-            .header("Content-Type", "application/x-www-form-urlencoded")
-            .body(super::form(&form)),
+    let answer = post_form(
+        client.post(OAUTH_TOKEN_URL),
+        &form,
         "Google's token endpoint",
     )
     .await?;

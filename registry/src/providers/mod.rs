@@ -329,6 +329,19 @@ fn said(text: &str) -> String {
     }
 }
 
+/// `request` (a POST) sent with `pairs` as its form body; `what` names
+/// the endpoint in a failure.
+async fn post_form(
+    request: reqwest::RequestBuilder,
+    pairs: &[(&str, &str)],
+    what: &str,
+) -> Result<Answer, String> {
+    let request = request
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .body(form(pairs));
+    send(request, what).await
+}
+
 /// An `application/x-www-form-urlencoded` body.
 fn form(pairs: &[(&str, &str)]) -> String {
     let mut body = url::form_urlencoded::Serializer::new(String::new());
